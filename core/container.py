@@ -1,0 +1,238 @@
+"""The Container holds every tool behind a ToolProxy, the single way plugins reach a tool.
+
+The proxy times every public method call, records it in the registry's ring buffer, feeds the
+metrics sinks, wraps the call in a span when a span factory is registered, and keeps the tool's
+health with the hybrid policy:
+
+- a ``ToolUnavailableError`` (or subclass) marks the tool DEAD at once: the tool said its
+  infrastructure is gone;
+- any other ``Exception`` only counts; ``DEAD_STREAK`` consecutive ones mark it DEAD, so business
+  errors (a unique violation, bad input) never kill a healthy tool;
+- any success resets the streak, and a success while DEAD marks it OK with "Recovered";
+- ``BaseException``s that are not ``Exception`` (task cancellation, a generator closed by its
+  consumer, a test double running out) are control flow, never a tool failure.
+
+The proxy never retries: a blind retry of a non-idempotent call (a payment) is worse than the error.
+
+Wrappers are built once per method and cached on the proxy instance, so after the first access a
+call costs a dictionary hit plus the bookkeeping above. Sync methods stay sync, coroutine functions
+stay coroutine functions, async generator functions stay async generators (timed until exhausted
+or closed). Anything that is not a bound method (a FastAPI app, a class, a constant) is returned
+as itself, unwrapped.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractContextManager
+from time import perf_counter, time
+from typing import Any
+
+from core.base_tool import BaseTool
+from core.errors import ToolNotFoundError, ToolUnavailableError
+from core.registry import Registry, ToolState, ToolStatus
+
+DEAD_STREAK = 5
+
+SpanFactory = Callable[[str, str], AbstractContextManager[Any]]
+
+
+class _ToolHealth:
+    """The mutable health bookkeeping one proxy shares with all its method wrappers."""
+
+    __slots__ = ("name", "registry", "state", "streak")
+
+    def __init__(self, name: str, registry: Registry, state: ToolState) -> None:
+        self.name = name
+        self.registry = registry
+        self.state = state
+        self.streak = 0
+
+    def succeeded(self) -> None:
+        self.streak = 0
+        if self.state.status is ToolStatus.DEAD:
+            self.registry.update_tool_status(self.name, ToolStatus.OK, "Recovered")
+
+    def failed(self, exc: Exception) -> None:
+        if self.state.status is ToolStatus.OFF:
+            return  # an unconfigured tool stays OFF, however often it is called
+        if isinstance(exc, ToolUnavailableError):
+            self.streak = DEAD_STREAK
+            self.registry.update_tool_status(self.name, ToolStatus.DEAD, f"{type(exc).__name__}: {exc}")
+            return
+        self.streak += 1
+        if self.streak >= DEAD_STREAK and self.state.status is not ToolStatus.DEAD:
+            self.registry.update_tool_status(
+                self.name, ToolStatus.DEAD,
+                f"{self.streak} consecutive failures; last: {type(exc).__name__}: {exc}",
+            )
+
+
+class ToolProxy:
+    """Stands in for one tool; see the module docstring for what every call gets."""
+
+    def __init__(self, tool: BaseTool, name: str, container: Container, health: _ToolHealth) -> None:
+        self._keel_tool = tool
+        self._keel_name = name
+        self._keel_container = container
+        self._keel_health = health
+
+    def __getattr__(self, attr: str) -> Any:
+        # Only reached on a cache miss: wrappers are stored in the instance dict below.
+        value = getattr(self._keel_tool, attr)
+        if attr.startswith("_") or not inspect.ismethod(value):
+            return value
+        wrapper = _wrap(self, attr, value)
+        self.__dict__[attr] = wrapper
+        return wrapper
+
+    def __repr__(self) -> str:
+        return f"<ToolProxy {self._keel_name}: {self._keel_tool!r}>"
+
+
+def _wrap(proxy: ToolProxy, method: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+    tool_name = proxy._keel_name
+    container = proxy._keel_container
+    health = proxy._keel_health
+    registry = health.registry
+    append = registry.metrics.append
+    sinks = registry.metrics_sinks
+    emit = registry.emit_to_sinks
+    state = health.state
+    dead = ToolStatus.DEAD
+
+    def record(started: float, success: bool) -> None:
+        entry = {
+            "tool": tool_name,
+            "method": method,
+            "duration_ms": round((perf_counter() - started) * 1000.0, 3),
+            "success": success,
+            "timestamp": time(),
+        }
+        append(entry)
+        if sinks:
+            emit(entry)
+
+    def ok(started: float) -> None:
+        record(started, True)
+        if health.streak or state.status is dead:
+            health.succeeded()
+
+    def failed(started: float, exc: Exception) -> None:
+        record(started, False)
+        health.failed(exc)
+
+    if inspect.isasyncgenfunction(fn):
+
+        async def stream_call(*args: Any, **kwargs: Any) -> AsyncIterator[Any]:
+            factory = container.span_factory
+            span = factory(tool_name, method) if factory is not None else None
+            if span is not None:
+                span.__enter__()
+            started = perf_counter()
+            agen = fn(*args, **kwargs)
+            exc_info: tuple[Any, Any, Any] = (None, None, None)
+            try:
+                async for item in agen:
+                    yield item
+            except Exception as exc:
+                exc_info = (type(exc), exc, exc.__traceback__)
+                failed(started, exc)
+                raise
+            except GeneratorExit:
+                ok(started)  # the consumer stopped early: not a failure of the tool
+                raise
+            except BaseException as exc:
+                exc_info = (type(exc), exc, exc.__traceback__)
+                raise
+            else:
+                ok(started)
+            finally:
+                await agen.aclose()
+                if span is not None:
+                    span.__exit__(*exc_info)
+
+        return stream_call
+
+    if inspect.iscoroutinefunction(fn):
+
+        async def async_call(*args: Any, **kwargs: Any) -> Any:
+            factory = container.span_factory
+            if factory is not None:
+                with factory(tool_name, method):
+                    return await timed_async(*args, **kwargs)
+            return await timed_async(*args, **kwargs)
+
+        async def timed_async(*args: Any, **kwargs: Any) -> Any:
+            started = perf_counter()
+            try:
+                result = await fn(*args, **kwargs)
+            except Exception as exc:
+                failed(started, exc)
+                raise
+            ok(started)
+            return result
+
+        return async_call
+
+    def sync_call(*args: Any, **kwargs: Any) -> Any:
+        factory = container.span_factory
+        if factory is not None:
+            with factory(tool_name, method):
+                return timed_sync(*args, **kwargs)
+        return timed_sync(*args, **kwargs)
+
+    def timed_sync(*args: Any, **kwargs: Any) -> Any:
+        started = perf_counter()
+        try:
+            result = fn(*args, **kwargs)
+        except Exception as exc:
+            failed(started, exc)
+            raise
+        ok(started)
+        return result
+
+    return sync_call
+
+
+class Container:
+    """All tools by name, each behind its proxy; ``get_raw_tools()`` bypasses the proxies."""
+
+    def __init__(self, registry: Registry) -> None:
+        self.registry = registry
+        self.span_factory: SpanFactory | None = None
+        self._tools: dict[str, BaseTool] = {}
+        self._proxies: dict[str, ToolProxy] = {}
+
+    def add(self, tool: BaseTool) -> ToolProxy:
+        name = tool.name
+        state = self.registry._tools.get(name)
+        if state is None:
+            self.registry.register_tool(name)
+            state = self.registry._tools[name]
+        proxy = ToolProxy(tool, name, self, _ToolHealth(name, self.registry, state))
+        self._tools[name] = tool
+        self._proxies[name] = proxy
+        return proxy
+
+    def get(self, name: str) -> Any:
+        """The proxy of the tool called ``name`` (typed ``Any``: it stands in for the tool)."""
+        try:
+            return self._proxies[name]
+        except KeyError:
+            raise ToolNotFoundError(f"no tool named {name!r}; known: {sorted(self._proxies)}") from None
+
+    def has(self, name: str) -> bool:
+        return name in self._proxies
+
+    def names(self) -> list[str]:
+        return list(self._proxies)
+
+    def get_raw_tools(self) -> dict[str, BaseTool]:
+        """The tool instances themselves, bypassing the proxy (for instrumentation and introspection)."""
+        return dict(self._tools)
+
+    def register_span_factory(self, factory: SpanFactory | None) -> None:
+        """From now on every proxied call runs inside ``factory(tool, method)``."""
+        self.span_factory = factory

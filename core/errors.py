@@ -1,0 +1,102 @@
+"""The microkernel's own error types.
+
+Two families: errors about tools and boot (which the kernel and the ToolProxy act on), and request
+errors a plugin raises to answer a caller (which the ``http`` tool maps to a status code and the
+``{"error": {"kind", "message", "request_id"}}`` envelope). All inherit :class:`KeelError`.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from core.contracts.errors import KeelError
+
+__all__ = [
+    "ConflictError",
+    "ErrorKind",
+    "ForbiddenError",
+    "InvalidInputError",
+    "KeelError",
+    "KernelBootError",
+    "NotFoundError",
+    "RequestError",
+    "ServiceUnavailableError",
+    "ToolNotConfiguredError",
+    "ToolNotFoundError",
+    "ToolUnavailableError",
+    "UnauthorizedError",
+]
+
+
+class ToolUnavailableError(KeelError):
+    """A tool's infrastructure is unreachable: the ToolProxy marks the tool DEAD at once.
+
+    Tools subclass it for their own systems (a database connection refused, say), so the kernel
+    can tell an outage from a business error without knowing the tool.
+    """
+
+
+class ToolNotConfiguredError(KeelError):
+    """Raised by a tool's ``setup()`` when it is present but deliberately not configured.
+
+    The tool is then OFF, not DEAD, and the message must say what to set to turn it on.
+    """
+
+
+class ToolNotFoundError(KeelError, LookupError):
+    """No tool is registered under the requested name."""
+
+
+class KernelBootError(KeelError):
+    """The project root cannot be booted at all (two tools claiming one name, for example)."""
+
+
+class ErrorKind(StrEnum):
+    """The closed set of request error kinds a caller can branch on."""
+
+    NOT_FOUND = "not_found"
+    CONFLICT = "conflict"
+    FORBIDDEN = "forbidden"
+    UNAUTHORIZED = "unauthorized"
+    INVALID = "invalid"
+    UNAVAILABLE = "unavailable"
+    BAD_REQUEST = "bad_request"
+    METHOD_NOT_ALLOWED = "method_not_allowed"
+    INTERNAL = "internal"
+
+
+class RequestError(KeelError):
+    """An error a plugin raises to answer a request with a specific status and kind."""
+
+    status_code: int = 400
+    kind: ErrorKind = ErrorKind.BAD_REQUEST
+
+
+class NotFoundError(RequestError):
+    status_code = 404
+    kind = ErrorKind.NOT_FOUND
+
+
+class ConflictError(RequestError):
+    status_code = 409
+    kind = ErrorKind.CONFLICT
+
+
+class ForbiddenError(RequestError):
+    status_code = 403
+    kind = ErrorKind.FORBIDDEN
+
+
+class UnauthorizedError(RequestError):
+    status_code = 401
+    kind = ErrorKind.UNAUTHORIZED
+
+
+class InvalidInputError(RequestError):
+    status_code = 422
+    kind = ErrorKind.INVALID
+
+
+class ServiceUnavailableError(RequestError):
+    status_code = 503
+    kind = ErrorKind.UNAVAILABLE

@@ -1,0 +1,396 @@
+"""The Kernel: discovers tools and plugins under a project root, wires them, runs and stops them.
+
+Boot: tools (``tools/**/*.py``, every ``BaseTool`` subclass) are constructed and set up
+concurrently, each bounded by ``TOOL_SETUP_TIMEOUT``; plugins (``domains/*/plugins/*.py``) get
+their ``__init__`` parameters injected by name and their ``on_boot`` run concurrently, each bounded
+by ``PLUGIN_BOOT_TIMEOUT``; then every tool's ``on_boot_complete``. Any failure marks only that tool
+or plugin DEAD (or records the file's load error) and boot goes on. The kernel knows no tool by
+name: serving is whatever tools implement ``serve(stop)``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import inspect
+import logging
+import signal
+import sys
+import traceback
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from core.base_plugin import BasePlugin
+from core.base_tool import BaseTool
+from core.container import Container
+from core.context import bound, current_identity_var, current_plugin_var
+from core.errors import KernelBootError, ToolNotConfiguredError
+from core.loader import forget, import_file
+from core.registry import PluginStatus, Registry, ToolStatus
+from core.settings import env_float, load_dotenv
+from core.threads import run_in_daemon_thread
+
+log = logging.getLogger("keel.kernel")
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+CONTAINER_PARAMETER = "container"
+
+
+@dataclass
+class LoadedPlugin:
+    """A constructed plugin and where it came from."""
+
+    plugin_id: str
+    domain: str
+    instance: BasePlugin
+    file: Path
+    dependencies: list[str] = field(default_factory=list)
+
+
+class Kernel:
+    """Boots a project root; ``kernel.run()`` is what ``main.py`` calls."""
+
+    def __init__(self, root: Path | str | None = None) -> None:
+        self.root = Path(root).resolve() if root is not None else PROJECT_ROOT
+        self.registry = Registry()
+        self.container = Container(self.registry)
+        self.plugins: dict[str, LoadedPlugin] = {}
+        self._tool_order: list[BaseTool] = []
+        self._booted = False
+        self.stop_event: asyncio.Event | None = None
+
+    # -- boot ----------------------------------------------------------------------------------
+
+    async def boot(self, *, plugins: bool = True) -> None:
+        """Boot the root; ``plugins=False`` sets tools up only (``python main.py migrate``)."""
+        load_dotenv(self.root / ".env")
+        self.stop_event = asyncio.Event()
+        tool_timeout = env_float("TOOL_SETUP_TIMEOUT", 30.0)
+        self._boot_timeout = env_float("PLUGIN_BOOT_TIMEOUT", 30.0)
+        tools = self._discover_tools()
+        await asyncio.gather(*(self._setup_tool(tool, tool_timeout) for tool in tools))
+        if not plugins:
+            return
+        for path in self._plugin_files():
+            await self.load_plugin_file(path)
+        for tool in tools:
+            await self._bounded(
+                tool.on_boot_complete(self.container), tool_timeout, f"{tool.name}.on_boot_complete",
+                on_error=functools.partial(self.registry.update_tool_status, tool.name, ToolStatus.DEAD),
+            )
+        self._booted = True
+        dump = self.registry.get_system_dump()
+        dead = [n for n, p in dump["plugins"].items() if p["status"] == PluginStatus.DEAD]
+        log.info(
+            "booted %s: %d tools, %d plugins (%d dead), %d files failed to load",
+            self.root, len(dump["tools"]), len(dump["plugins"]), len(dead), len(dump["load_errors"]),
+        )
+
+    def _discover_tools(self) -> list[BaseTool]:
+        tools_dir = self.root / "tools"
+        found: dict[str, tuple[type[BaseTool], Path]] = {}
+        for path in sorted(tools_dir.rglob("*.py")) if tools_dir.is_dir() else []:
+            if "__pycache__" in path.parts or path.name.startswith("test_"):
+                continue
+            relative = str(path.relative_to(self.root))
+            try:
+                module = import_file(self.root, path)
+            except Exception as exc:
+                self.registry.record_load_error(relative, _describe(exc))
+                log.error("tool file %s failed to import: %s", relative, _describe(exc))
+                continue
+            for cls in _classes_defined_in(module, BaseTool):
+                if not cls.name:
+                    continue
+                if cls.name in found and found[cls.name][0] is not cls:
+                    raise KernelBootError(
+                        f"two tools are named {cls.name!r}: {found[cls.name][1].relative_to(self.root)} "
+                        f"and {relative}"
+                    )
+                found[cls.name] = (cls, path)
+        tools: list[BaseTool] = []
+        for name, (cls, path) in found.items():
+            relative = str(path.relative_to(self.root))
+            try:
+                tool = cls()
+            except Exception as exc:
+                self.registry.register_tool(name, ToolStatus.DEAD, f"constructor raised {_describe(exc)}", relative)
+                log.exception("tool %s could not be constructed", name)
+                continue
+            self.registry.register_tool(name, ToolStatus.OK, None, relative)
+            tool.bind(project_root=self.root, registry=self.registry)
+            self.container.add(tool)
+            tools.append(tool)
+        self._tool_order = tools
+        return tools
+
+    async def _setup_tool(self, tool: BaseTool, timeout: float) -> None:
+        try:
+            async with asyncio.timeout(timeout):
+                await tool.setup()
+        except ToolNotConfiguredError as exc:
+            self.registry.update_tool_status(tool.name, ToolStatus.OFF, str(exc))
+        except TimeoutError:
+            reason = f"setup() timed out after {timeout:g}s (TOOL_SETUP_TIMEOUT)"
+            self.registry.update_tool_status(tool.name, ToolStatus.DEAD, reason)
+        except Exception as exc:
+            log.exception("tool %s: setup() raised", tool.name)
+            self.registry.update_tool_status(tool.name, ToolStatus.DEAD, f"setup() raised {_describe(exc)}")
+
+    def _plugin_files(self) -> list[Path]:
+        domains = self.root / "domains"
+        if not domains.is_dir():
+            return []
+        return [
+            path for path in sorted(domains.glob("*/plugins/*.py"))
+            if not path.name.startswith("_")
+        ]
+
+    # -- plugins, one file at a time (also the unit of live reload) ----------------------------
+
+    async def load_plugin_file(self, path: Path, *, fresh: bool = False) -> list[LoadedPlugin]:
+        """Import one plugin file, construct and boot its plugins; return those that were built."""
+        relative = str(path.relative_to(self.root))
+        domain = path.parent.parent.name
+        try:
+            module = import_file(self.root, path, fresh=fresh)
+        except BaseException as exc:
+            if isinstance(exc, asyncio.CancelledError | KeyboardInterrupt):
+                raise
+            self.registry.record_load_error(relative, _describe(exc))
+            log.error("plugin file %s failed to import: %s", relative, _describe(exc))
+            return []
+        self.registry.clear_load_error(relative)
+        built = [
+            plugin for cls in _classes_defined_in(module, BasePlugin)
+            if (plugin := self._construct(cls, domain, path)) is not None
+        ]
+        await asyncio.gather(*(self._boot_plugin(plugin) for plugin in built))
+        return built
+
+    def _construct(self, cls: type[BasePlugin], domain: str, path: Path) -> LoadedPlugin | None:
+        plugin_id = f"{domain}.{cls.__name__}"
+        relative = str(path.relative_to(self.root))
+        kwargs: dict[str, Any] = {}
+        missing: list[str] = []
+        dependencies: list[str] = []
+        for parameter in list(inspect.signature(cls.__init__).parameters.values())[1:]:
+            if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
+                continue
+            dependencies.append(parameter.name)
+            if parameter.name == CONTAINER_PARAMETER:
+                kwargs[parameter.name] = self.container
+            elif self.container.has(parameter.name):
+                kwargs[parameter.name] = self.container.get(parameter.name)
+            elif parameter.default is parameter.empty:
+                missing.append(parameter.name)
+        self.registry.register_plugin(
+            plugin_id, domain=domain, class_name=cls.__name__, dependencies=dependencies, file=relative
+        )
+        if missing:
+            reason = f"missing required tools: {', '.join(missing)}"
+            self.registry.update_plugin_status(plugin_id, PluginStatus.DEAD, reason)
+            log.error("plugin %s is DEAD: %s", plugin_id, reason)
+            return None
+        try:
+            with bound(current_plugin_var, plugin_id), bound(current_identity_var, f"{plugin_id}.__init__"):
+                instance = cls(**kwargs)
+        except Exception as exc:
+            self.registry.update_plugin_status(plugin_id, PluginStatus.DEAD, f"__init__ raised {_describe(exc)}")
+            log.exception("plugin %s: __init__ raised", plugin_id)
+            return None
+        instance.keel_identity = plugin_id
+        return LoadedPlugin(plugin_id, domain, instance, path, dependencies)
+
+    async def _boot_plugin(self, plugin: LoadedPlugin) -> None:
+        ok = await self._bounded(
+            _hook(plugin.instance.on_boot), self._boot_timeout, f"{plugin.plugin_id}.on_boot",
+            owner=plugin.plugin_id, timeout_name="PLUGIN_BOOT_TIMEOUT",
+            on_error=lambda reason: self.registry.update_plugin_status(
+                plugin.plugin_id, PluginStatus.DEAD, reason),
+        )
+        if ok:
+            self.plugins[plugin.plugin_id] = plugin
+            self.registry.update_plugin_status(plugin.plugin_id, PluginStatus.READY)
+        else:
+            self._release(plugin.plugin_id)
+
+    async def unload_plugin(self, plugin_id: str) -> None:
+        """Shut one plugin down and release everything it registered with the tools."""
+        plugin = self.plugins.pop(plugin_id, None)
+        if plugin is not None:
+            await self._bounded(
+                _hook(plugin.instance.on_shutdown), self._boot_timeout, f"{plugin_id}.on_shutdown",
+                owner=plugin_id,
+            )
+        self._release(plugin_id)
+        self.registry.remove_plugin(plugin_id)
+
+    async def unload_plugin_file(self, path: Path) -> None:
+        for plugin_id in [pid for pid, p in self.plugins.items() if p.file == path]:
+            await self.unload_plugin(plugin_id)
+        for plugin_id, state in self.registry.get_system_dump()["plugins"].items():
+            if state["file"] == str(path.relative_to(self.root)):
+                self.registry.remove_plugin(plugin_id)
+        self.registry.clear_load_error(str(path.relative_to(self.root)))
+        forget(self.root, path)
+
+    def _release(self, owner: str) -> None:
+        for tool in self._tool_order:
+            release = getattr(tool, "release_owner", None)
+            if release is None:
+                continue
+            try:
+                release(owner)
+            except Exception:
+                log.exception("tool %s: release_owner(%s) raised", tool.name, owner)
+
+    # -- running and stopping ------------------------------------------------------------------
+
+    async def serve(self) -> None:
+        """Run every tool's ``serve(stop)`` until the stop event is set and they have drained."""
+        if self.stop_event is None:
+            raise RuntimeError("boot() the kernel before serving it")
+        servers = [
+            tool.serve(self.stop_event)  # type: ignore[attr-defined]
+            for tool in self._tool_order
+            if callable(getattr(tool, "serve", None))
+            and self.registry.tool_status(tool.name) in (ToolStatus.OK, ToolStatus.FAIL)
+        ]
+        if not servers:
+            await self.stop_event.wait()
+            return
+        results = await asyncio.gather(*servers, return_exceptions=True)
+        for result in results:
+            if isinstance(result, BaseException):
+                log.error("a tool's serve() failed", exc_info=result)
+
+    def request_stop(self) -> None:
+        if self.stop_event is not None:
+            self.stop_event.set()
+
+    async def shutdown(self) -> None:
+        """Plugins' ``on_shutdown`` then tools' ``shutdown`` in reverse order; failures are logged."""
+        self.request_stop()
+        timeout = env_float("SHUTDOWN_TIMEOUT", 10.0)
+        for plugin_id in reversed(list(self.plugins)):
+            plugin = self.plugins.pop(plugin_id)
+            await self._bounded(
+                _hook(plugin.instance.on_shutdown), timeout, f"{plugin_id}.on_shutdown", owner=plugin_id
+            )
+        for tool in reversed(self._tool_order):
+            await self._bounded(tool.shutdown(), timeout, f"{tool.name}.shutdown")
+        self._tool_order = []
+        log.info("shut down %s", self.root)
+
+    def run(self, argv: list[str] | None = None) -> int:
+        """The process: ``[]`` boots and serves until SIGINT/SIGTERM; ``["migrate"]`` sets the tools
+        up (which applies migrations) and stops. Returns the exit code, 0 on a clean stop."""
+        command = (argv or ["serve"])[0]
+        if command not in ("serve", "migrate"):
+            print(f"unknown command {command!r}; use: main.py [serve|migrate]", file=sys.stderr)
+            return 2
+        factory = next((t.loop_factory for t in self._tool_classes() if t.loop_factory), None)
+        with asyncio.Runner(loop_factory=factory) as runner:
+            return runner.run(self._main(serve=command == "serve"))
+
+    async def _main(self, *, serve: bool) -> int:
+        loop = asyncio.get_running_loop()
+        try:
+            await self.boot(plugins=serve)
+        except KernelBootError as exc:
+            log.critical("boot failed: %s", exc)
+            return 1
+        if not serve:
+            await self.shutdown()
+            dead = {n: t for n, t in self.registry.get_system_dump()["tools"].items() if t["status"] == "DEAD"}
+            for name, tool in dead.items():
+                print(f"{name}: DEAD: {tool['message']}", file=sys.stderr)
+            return 1 if dead else 0
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            try:
+                loop.add_signal_handler(sig, self.request_stop)
+            except (NotImplementedError, RuntimeError):  # pragma: no cover - non-Unix
+                signal.signal(sig, lambda *_: loop.call_soon_threadsafe(self.request_stop))
+        try:
+            await self.serve()
+        finally:
+            await self.shutdown()
+        return 0
+
+    def _tool_classes(self) -> Iterable[type[BaseTool]]:
+        """Tool classes, imported without constructing them (to choose the event loop)."""
+        tools_dir = self.root / "tools"
+        for path in sorted(tools_dir.rglob("*.py")) if tools_dir.is_dir() else []:
+            if "__pycache__" in path.parts or path.name.startswith("test_"):
+                continue
+            try:
+                module = import_file(self.root, path)
+            except Exception:
+                continue  # boot reports it
+            yield from _classes_defined_in(module, BaseTool)
+
+    # -- helpers -------------------------------------------------------------------------------
+
+    async def _bounded(
+        self,
+        work: Awaitable[Any],
+        timeout: float,
+        identity: str,
+        *,
+        owner: str | None = None,
+        timeout_name: str = "timeout",
+        on_error: Callable[[str], None] | None = None,
+    ) -> bool:
+        """Await ``work`` under an identity and a timeout; report and swallow its failure."""
+        with bound(current_plugin_var, owner), bound(current_identity_var, identity):
+            try:
+                async with asyncio.timeout(timeout):
+                    await work
+                return True
+            except TimeoutError:
+                reason = f"{identity.rsplit('.', 1)[-1]}() did not finish within {timeout:g}s ({timeout_name})"
+                log.error("%s: %s", identity, reason)
+            except Exception as exc:
+                reason = f"{identity.rsplit('.', 1)[-1]}() raised {_describe(exc)}"
+                log.error("%s failed", identity, exc_info=exc)
+        if on_error is not None:
+            on_error(reason)
+        return False
+
+
+async def _hook(fn: Callable[[], Any]) -> Any:
+    """Run a plugin hook: ``async def`` is awaited, a plain one runs in its own daemon thread."""
+    if inspect.iscoroutinefunction(fn):
+        return await fn()
+    result = await run_in_daemon_thread(fn)
+    if inspect.isawaitable(result):
+        return await result
+    return result
+
+
+def _classes_defined_in(module: Any, base: type[Any]) -> list[Any]:
+    return [
+        obj for obj in vars(module).values()
+        if isinstance(obj, type) and issubclass(obj, base) and obj is not base
+        and obj.__module__ == module.__name__ and not inspect.isabstract(obj)
+    ]
+
+
+def _describe(exc: BaseException) -> str:
+    """``Type: message`` plus where it happened, short enough for the dump."""
+    where = ""
+    if isinstance(exc, SyntaxError):
+        where = f" ({Path(exc.filename or '?').name}, line {exc.lineno})"
+    else:
+        frames = traceback.extract_tb(exc.__traceback__)
+        if frames:
+            last = frames[-1]
+            where = f" ({Path(last.filename).name}:{last.lineno})"
+    return f"{type(exc).__name__}: {exc}{where}"
+
+
+def main() -> None:  # pragma: no cover - exercised through main.py
+    sys.exit(Kernel().run())

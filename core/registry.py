@@ -1,0 +1,206 @@
+"""The live state of the service: tool and plugin statuses, recent calls, domain metadata.
+
+Writers are the kernel, the ToolProxy and the health checker; readers are the system endpoints.
+Readers only ever get snapshots (copies), never the live dictionaries, so nothing outside can
+corrupt the state or observe it half-updated.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import os
+import socket
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+log = logging.getLogger("keel.registry")
+
+METRICS_BUFFER_SIZE = 1000
+
+MetricRecord = dict[str, Any]
+MetricsSink = Callable[[MetricRecord], None]
+
+
+class ToolStatus(StrEnum):
+    OK = "OK"
+    FAIL = "FAIL"
+    DEAD = "DEAD"
+    OFF = "OFF"
+
+
+class PluginStatus(StrEnum):
+    RUNNING = "RUNNING"
+    READY = "READY"
+    DEAD = "DEAD"
+
+
+@dataclass
+class ToolState:
+    status: ToolStatus
+    message: str | None = None
+    file: str | None = None
+    since: float = field(default_factory=time.time)
+
+
+@dataclass
+class PluginState:
+    status: PluginStatus
+    domain: str
+    class_name: str
+    dependencies: list[str]
+    file: str | None = None
+    error: str | None = None
+    reload_error: str | None = None
+
+
+class Registry:
+    """Tracks tools, plugins, load errors and the last ``METRICS_BUFFER_SIZE`` tool calls."""
+
+    def __init__(self) -> None:
+        self._tools: dict[str, ToolState] = {}
+        self._plugins: dict[str, PluginState] = {}
+        self._load_errors: dict[str, str] = {}
+        self._domain_metadata: dict[str, dict[str, Any]] = {}
+        self._capabilities: dict[str, Any] = {}
+        self.metrics: deque[MetricRecord] = deque(maxlen=METRICS_BUFFER_SIZE)
+        self.metrics_sinks: list[MetricsSink] = []
+        self.started_at = time.time()
+        self.process = {"pid": os.getpid(), "host": socket.gethostname()}
+
+    # -- tools ---------------------------------------------------------------------------------
+
+    def register_tool(
+        self, name: str, status: ToolStatus = ToolStatus.OK, message: str | None = None,
+        file: str | None = None,
+    ) -> None:
+        self._tools[name] = ToolState(ToolStatus(status), message, file)
+
+    def update_tool_status(self, name: str, status: ToolStatus | str, message: str | None = None) -> None:
+        state = self._tools.get(name)
+        if state is None:
+            self._tools[name] = ToolState(ToolStatus(status), message)
+            return
+        new_status = ToolStatus(status)
+        if new_status is not state.status:
+            state.since = time.time()
+            log.log(
+                logging.WARNING if new_status in (ToolStatus.FAIL, ToolStatus.DEAD) else logging.INFO,
+                "tool %s: %s -> %s%s", name, state.status, new_status, f" ({message})" if message else "",
+            )
+        state.status = new_status
+        state.message = message
+
+    def tool_status(self, name: str) -> ToolStatus | None:
+        state = self._tools.get(name)
+        return state.status if state else None
+
+    def remove_tool(self, name: str) -> None:
+        self._tools.pop(name, None)
+
+    # -- plugins -------------------------------------------------------------------------------
+
+    def register_plugin(
+        self, plugin_id: str, *, domain: str, class_name: str, dependencies: list[str],
+        file: str | None = None, status: PluginStatus = PluginStatus.RUNNING, error: str | None = None,
+    ) -> None:
+        self._plugins[plugin_id] = PluginState(status, domain, class_name, list(dependencies), file, error)
+
+    def update_plugin_status(
+        self, plugin_id: str, status: PluginStatus | str, error: str | None = None
+    ) -> None:
+        state = self._plugins[plugin_id]
+        state.status = PluginStatus(status)
+        state.error = error
+
+    def set_plugin_reload_error(self, plugin_id: str, error: str | None) -> None:
+        if plugin_id in self._plugins:
+            self._plugins[plugin_id].reload_error = error
+
+    def remove_plugin(self, plugin_id: str) -> None:
+        self._plugins.pop(plugin_id, None)
+
+    def plugin_status(self, plugin_id: str) -> PluginStatus | None:
+        state = self._plugins.get(plugin_id)
+        return state.status if state else None
+
+    # -- files that could not be loaded --------------------------------------------------------
+
+    def record_load_error(self, file: str, error: str) -> None:
+        self._load_errors[file] = error
+
+    def clear_load_error(self, file: str) -> None:
+        self._load_errors.pop(file, None)
+
+    # -- domains and kernel capabilities ------------------------------------------------------
+
+    def set_domain_metadata(self, domain: str, key: str, value: Any) -> None:
+        self._domain_metadata.setdefault(domain, {})[key] = value
+
+    def get_domain_metadata(self) -> dict[str, dict[str, Any]]:
+        return copy.deepcopy(self._domain_metadata)
+
+    def set_capability(self, name: str, value: Any) -> None:
+        """Record a kernel capability (the plugin watcher, say) so the dump reports it."""
+        self._capabilities[name] = value
+
+    # -- metrics -------------------------------------------------------------------------------
+
+    def add_metrics_sink(self, sink: MetricsSink) -> None:
+        self.metrics_sinks.append(sink)
+
+    def remove_metrics_sink(self, sink: MetricsSink) -> None:
+        if sink in self.metrics_sinks:
+            self.metrics_sinks.remove(sink)
+
+    def emit_to_sinks(self, record: MetricRecord) -> None:
+        """Call every sink synchronously; a sink that raises is logged and never breaks the call."""
+        for sink in tuple(self.metrics_sinks):
+            try:
+                sink(record)
+            except Exception:
+                log.exception("metrics sink %r raised; the tool call is unaffected", sink)
+
+    def get_metrics(self) -> list[MetricRecord]:
+        return [dict(record) for record in self.metrics]
+
+    # -- the system dump -----------------------------------------------------------------------
+
+    def get_system_dump(self) -> dict[str, Any]:
+        """A deep snapshot of everything above, safe to serialise and to keep."""
+        tools = {
+            name: {"status": str(s.status), "message": s.message, "file": s.file, "since": s.since}
+            for name, s in sorted(self._tools.items())
+        }
+        plugins: dict[str, Any] = {}
+        domains: dict[str, dict[str, Any]] = {}
+        for plugin_id, p in sorted(self._plugins.items()):
+            plugins[plugin_id] = {
+                "status": str(p.status),
+                "error": p.error,
+                "domain": p.domain,
+                "class": p.class_name,
+                "dependencies": list(p.dependencies),
+                "file": p.file,
+                "reload_error": p.reload_error,
+            }
+            domains.setdefault(p.domain, {"plugins": []})["plugins"].append(plugin_id)
+        for domain, metadata in self._domain_metadata.items():
+            domains.setdefault(domain, {"plugins": []}).update(copy.deepcopy(metadata))
+        return {
+            "tools": tools,
+            "plugins": plugins,
+            "domains": dict(sorted(domains.items())),
+            "load_errors": dict(sorted(self._load_errors.items())),
+            "kernel": {
+                "process": dict(self.process),
+                "started_at": self.started_at,
+                "uptime_s": round(time.time() - self.started_at, 3),
+                "per_process": ["metrics", "logs"],
+                "capabilities": copy.deepcopy(self._capabilities),
+            },
+        }
