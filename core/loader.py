@@ -25,7 +25,7 @@ def module_name(root: Path, path: Path) -> str:
 def import_file(root: Path, path: Path, *, fresh: bool = False) -> ModuleType:
     """Import ``path`` (inside ``root``) and return the module; its import errors propagate."""
     root = root.resolve()
-    path = path.resolve()
+    path = path.absolute()  # not resolve(): a test root may link to the project's own tools
     name = module_name(root, path)
     parts = name.split(".")
     for depth in range(1, len(parts)):
@@ -51,12 +51,12 @@ def import_file(root: Path, path: Path, *, fresh: bool = False) -> ModuleType:
 
 def forget(root: Path, path: Path) -> None:
     """Drop a file's module from ``sys.modules`` (its plugin file was deleted)."""
-    sys.modules.pop(module_name(root.resolve(), path.resolve()), None)
+    sys.modules.pop(module_name(root.resolve(), path.absolute()), None)
 
 
 def _same_file(module: ModuleType, path: Path) -> bool:
     file = getattr(module, "__file__", None)
-    return file is not None and Path(file).resolve() == path
+    return file is not None and Path(file).absolute() == path
 
 
 def _ensure_package(name: str, directory: Path) -> None:
