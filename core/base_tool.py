@@ -64,8 +64,17 @@ class BaseTool:
 
 
 _LIFECYCLE = frozenset(
-    {"bind", "setup", "shutdown", "on_boot_complete", "on_instrument", "serve", "release_owner",
-     "get_interface_description", "health_check"}
+    {
+        "bind",
+        "setup",
+        "shutdown",
+        "on_boot_complete",
+        "on_instrument",
+        "serve",
+        "release_owner",
+        "get_interface_description",
+        "health_check",
+    }
 )
 
 

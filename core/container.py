@@ -64,7 +64,8 @@ class _ToolHealth:
         self.streak += 1
         if self.streak >= DEAD_STREAK and self.state.status is not ToolStatus.DEAD:
             self.registry.update_tool_status(
-                self.name, ToolStatus.DEAD,
+                self.name,
+                ToolStatus.DEAD,
                 f"{self.streak} consecutive failures; last: {type(exc).__name__}: {exc}",
             )
 

@@ -77,7 +77,9 @@ class Kernel:
             await self.load_plugin_file(path)
         for tool in tools:
             await self._bounded(
-                tool.on_boot_complete(self.container), tool_timeout, f"{tool.name}.on_boot_complete",
+                tool.on_boot_complete(self.container),
+                tool_timeout,
+                f"{tool.name}.on_boot_complete",
                 on_error=functools.partial(self.registry.update_tool_status, tool.name, ToolStatus.DEAD),
             )
         self._booted = True
@@ -85,7 +87,11 @@ class Kernel:
         dead = [n for n, p in dump["plugins"].items() if p["status"] == PluginStatus.DEAD]
         log.info(
             "booted %s: %d tools, %d plugins (%d dead), %d files failed to load",
-            self.root, len(dump["tools"]), len(dump["plugins"]), len(dead), len(dump["load_errors"]),
+            self.root,
+            len(dump["tools"]),
+            len(dump["plugins"]),
+            len(dead),
+            len(dump["load_errors"]),
         )
 
     def _discover_tools(self) -> list[BaseTool]:
@@ -116,7 +122,9 @@ class Kernel:
             try:
                 tool = cls()
             except Exception as exc:
-                self.registry.register_tool(name, ToolStatus.DEAD, f"constructor raised {_describe(exc)}", relative)
+                self.registry.register_tool(
+                    name, ToolStatus.DEAD, f"constructor raised {_describe(exc)}", relative
+                )
                 log.exception("tool %s could not be constructed", name)
                 continue
             self.registry.register_tool(name, ToolStatus.OK, None, relative)
@@ -126,14 +134,14 @@ class Kernel:
         self._tool_order = tools
         return tools
 
-    async def _setup_tool(self, tool: BaseTool, timeout: float) -> None:
+    async def _setup_tool(self, tool: BaseTool, limit: float) -> None:
         try:
-            async with asyncio.timeout(timeout):
+            async with asyncio.timeout(limit):
                 await tool.setup()
         except ToolNotConfiguredError as exc:
             self.registry.update_tool_status(tool.name, ToolStatus.OFF, str(exc))
         except TimeoutError:
-            reason = f"setup() timed out after {timeout:g}s (TOOL_SETUP_TIMEOUT)"
+            reason = f"setup() timed out after {limit:g}s (TOOL_SETUP_TIMEOUT)"
             self.registry.update_tool_status(tool.name, ToolStatus.DEAD, reason)
         except Exception as exc:
             log.exception("tool %s: setup() raised", tool.name)
@@ -143,10 +151,7 @@ class Kernel:
         domains = self.root / "domains"
         if not domains.is_dir():
             return []
-        return [
-            path for path in sorted(domains.glob("*/plugins/*.py"))
-            if not path.name.startswith("_")
-        ]
+        return [path for path in sorted(domains.glob("*/plugins/*.py")) if not path.name.startswith("_")]
 
     # -- plugins, one file at a time (also the unit of live reload) ----------------------------
 
@@ -164,7 +169,8 @@ class Kernel:
             return []
         self.registry.clear_load_error(relative)
         built = [
-            plugin for cls in _classes_defined_in(module, BasePlugin)
+            plugin
+            for cls in _classes_defined_in(module, BasePlugin)
             if (plugin := self._construct(cls, domain, path)) is not None
         ]
         await asyncio.gather(*(self._boot_plugin(plugin) for plugin in built))
@@ -198,7 +204,9 @@ class Kernel:
             with bound(current_plugin_var, plugin_id), bound(current_identity_var, f"{plugin_id}.__init__"):
                 instance = cls(**kwargs)
         except Exception as exc:
-            self.registry.update_plugin_status(plugin_id, PluginStatus.DEAD, f"__init__ raised {_describe(exc)}")
+            self.registry.update_plugin_status(
+                plugin_id, PluginStatus.DEAD, f"__init__ raised {_describe(exc)}"
+            )
             log.exception("plugin %s: __init__ raised", plugin_id)
             return None
         instance.keel_identity = plugin_id
@@ -206,10 +214,14 @@ class Kernel:
 
     async def _boot_plugin(self, plugin: LoadedPlugin) -> None:
         ok = await self._bounded(
-            _hook(plugin.instance.on_boot), self._boot_timeout, f"{plugin.plugin_id}.on_boot",
-            owner=plugin.plugin_id, timeout_name="PLUGIN_BOOT_TIMEOUT",
+            _hook(plugin.instance.on_boot),
+            self._boot_timeout,
+            f"{plugin.plugin_id}.on_boot",
+            owner=plugin.plugin_id,
+            timeout_name="PLUGIN_BOOT_TIMEOUT",
             on_error=lambda reason: self.registry.update_plugin_status(
-                plugin.plugin_id, PluginStatus.DEAD, reason),
+                plugin.plugin_id, PluginStatus.DEAD, reason
+            ),
         )
         if ok:
             self.plugins[plugin.plugin_id] = plugin
@@ -222,7 +234,9 @@ class Kernel:
         plugin = self.plugins.pop(plugin_id, None)
         if plugin is not None:
             await self._bounded(
-                _hook(plugin.instance.on_shutdown), self._boot_timeout, f"{plugin_id}.on_shutdown",
+                _hook(plugin.instance.on_shutdown),
+                self._boot_timeout,
+                f"{plugin_id}.on_shutdown",
                 owner=plugin_id,
             )
         self._release(plugin_id)
@@ -305,7 +319,9 @@ class Kernel:
             return 1
         if not serve:
             await self.shutdown()
-            dead = {n: t for n, t in self.registry.get_system_dump()["tools"].items() if t["status"] == "DEAD"}
+            dead = {
+                n: t for n, t in self.registry.get_system_dump()["tools"].items() if t["status"] == "DEAD"
+            }
             for name, tool in dead.items():
                 print(f"{name}: DEAD: {tool['message']}", file=sys.stderr)
             return 1 if dead else 0
@@ -337,7 +353,7 @@ class Kernel:
     async def _bounded(
         self,
         work: Awaitable[Any],
-        timeout: float,
+        limit: float,
         identity: str,
         *,
         owner: str | None = None,
@@ -347,11 +363,13 @@ class Kernel:
         """Await ``work`` under an identity and a timeout; report and swallow its failure."""
         with bound(current_plugin_var, owner), bound(current_identity_var, identity):
             try:
-                async with asyncio.timeout(timeout):
+                async with asyncio.timeout(limit):
                     await work
                 return True
             except TimeoutError:
-                reason = f"{identity.rsplit('.', 1)[-1]}() did not finish within {timeout:g}s ({timeout_name})"
+                reason = (
+                    f"{identity.rsplit('.', 1)[-1]}() did not finish within {limit:g}s ({timeout_name})"
+                )
                 log.error("%s: %s", identity, reason)
             except Exception as exc:
                 reason = f"{identity.rsplit('.', 1)[-1]}() raised {_describe(exc)}"
@@ -373,9 +391,13 @@ async def _hook(fn: Callable[[], Any]) -> Any:
 
 def _classes_defined_in(module: Any, base: type[Any]) -> list[Any]:
     return [
-        obj for obj in vars(module).values()
-        if isinstance(obj, type) and issubclass(obj, base) and obj is not base
-        and obj.__module__ == module.__name__ and not inspect.isabstract(obj)
+        obj
+        for obj in vars(module).values()
+        if isinstance(obj, type)
+        and issubclass(obj, base)
+        and obj is not base
+        and obj.__module__ == module.__name__
+        and not inspect.isabstract(obj)
     ]
 
 

@@ -75,7 +75,10 @@ class Registry:
     # -- tools ---------------------------------------------------------------------------------
 
     def register_tool(
-        self, name: str, status: ToolStatus = ToolStatus.OK, message: str | None = None,
+        self,
+        name: str,
+        status: ToolStatus = ToolStatus.OK,
+        message: str | None = None,
         file: str | None = None,
     ) -> None:
         self._tools[name] = ToolState(ToolStatus(status), message, file)
@@ -90,7 +93,11 @@ class Registry:
             state.since = time.time()
             log.log(
                 logging.WARNING if new_status in (ToolStatus.FAIL, ToolStatus.DEAD) else logging.INFO,
-                "tool %s: %s -> %s%s", name, state.status, new_status, f" ({message})" if message else "",
+                "tool %s: %s -> %s%s",
+                name,
+                state.status,
+                new_status,
+                f" ({message})" if message else "",
             )
         state.status = new_status
         state.message = message
@@ -105,8 +112,15 @@ class Registry:
     # -- plugins -------------------------------------------------------------------------------
 
     def register_plugin(
-        self, plugin_id: str, *, domain: str, class_name: str, dependencies: list[str],
-        file: str | None = None, status: PluginStatus = PluginStatus.RUNNING, error: str | None = None,
+        self,
+        plugin_id: str,
+        *,
+        domain: str,
+        class_name: str,
+        dependencies: list[str],
+        file: str | None = None,
+        status: PluginStatus = PluginStatus.RUNNING,
+        error: str | None = None,
     ) -> None:
         self._plugins[plugin_id] = PluginState(status, domain, class_name, list(dependencies), file, error)
 

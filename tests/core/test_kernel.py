@@ -1,0 +1,383 @@
+"""Boot, injection and shutdown on temporary project roots, including the fault battery.
+
+Each fault is dropped into an otherwise healthy root; the test checks that the healthy parts still
+boot and work, and that the system dump says why the broken part is not running.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from core import Kernel, KernelBootError, PluginStatus, ToolStatus
+from tests.kit import booted, write
+
+GREETER_TOOL = """
+    from core import BaseTool
+
+    class Greeter(BaseTool):
+        name = "greeter"
+
+        def greet(self, who: str) -> str:
+            return f"hello {who}"
+"""
+
+CALLER_PLUGIN = """
+    from core import BasePlugin
+
+    class Caller(BasePlugin):
+        def __init__(self, greeter):
+            self.greeter = greeter
+            self.greeting = None
+
+        async def on_boot(self):
+            self.greeting = self.greeter.greet("boot")
+"""
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    root = tmp_path / "root"
+    write(root, "tools/greeter/greeter_tool.py", GREETER_TOOL)
+    write(root, "domains/good/plugins/caller.py", CALLER_PLUGIN)
+    return root
+
+
+def assert_healthy_part_works(kernel: Kernel) -> None:
+    dump = kernel.registry.get_system_dump()
+    assert dump["tools"]["greeter"]["status"] == "OK"
+    assert dump["plugins"]["good.Caller"]["status"] == "READY"
+    assert kernel.plugins["good.Caller"].instance.greeting == "hello boot"  # type: ignore[attr-defined]
+
+
+async def test_boot_injects_by_name_and_proxies(root: Path) -> None:
+    async with booted(root) as kernel:
+        assert_healthy_part_works(kernel)
+        dump = kernel.registry.get_system_dump()
+        assert dump["plugins"]["good.Caller"] == {
+            "status": "READY",
+            "error": None,
+            "domain": "good",
+            "class": "Caller",
+            "dependencies": ["greeter"],
+            "file": "domains/good/plugins/caller.py",
+            "reload_error": None,
+        }
+        assert [(r["tool"], r["method"]) for r in kernel.registry.get_metrics()] == [("greeter", "greet")]
+
+
+async def test_root_with_tools_but_no_domains_boots(tmp_path: Path) -> None:
+    root = tmp_path / "r"
+    write(root, "tools/greeter/greeter_tool.py", GREETER_TOOL)
+    async with booted(root) as kernel:
+        assert kernel.registry.get_system_dump()["plugins"] == {}
+        assert kernel.container.get("greeter").greet("x") == "hello x"
+
+
+async def test_empty_root_boots(tmp_path: Path) -> None:
+    async with booted(tmp_path) as kernel:
+        assert kernel.registry.get_system_dump()["tools"] == {}
+
+
+async def test_container_parameter_and_optional_defaults(root: Path) -> None:
+    write(
+        root,
+        "domains/good/plugins/introspect.py",
+        """
+        from core import BasePlugin
+
+        class Introspect(BasePlugin):
+            def __init__(self, container, cache=None, greeter=None):
+                self.container, self.cache, self.greeter = container, cache, greeter
+    """,
+    )
+    async with booted(root) as kernel:
+        plugin = kernel.plugins["good.Introspect"].instance
+        assert plugin.container is kernel.container  # type: ignore[attr-defined]
+        assert plugin.cache is None  # type: ignore[attr-defined]
+        assert plugin.greeter is kernel.container.get("greeter")  # type: ignore[attr-defined]
+
+
+async def test_sync_on_boot_runs_off_the_loop_with_identity(root: Path) -> None:
+    write(
+        root,
+        "domains/good/plugins/threaded.py",
+        """
+        import threading
+        from core import BasePlugin
+        from core.context import current_identity_var
+
+        class Threaded(BasePlugin):
+            def on_boot(self):
+                self.thread = threading.current_thread().name
+                self.identity = current_identity_var.get()
+    """,
+    )
+    async with booted(root) as kernel:
+        plugin = kernel.plugins["good.Threaded"].instance
+        assert plugin.thread.startswith("keel-hook-")  # type: ignore[attr-defined]
+        assert plugin.identity == "good.Threaded.on_boot"  # type: ignore[attr-defined]
+
+
+# -- the fault battery -----------------------------------------------------------------------
+
+
+async def test_plugin_init_raises(root: Path) -> None:
+    write(
+        root,
+        "domains/bad/plugins/broken.py",
+        """
+        from core import BasePlugin
+
+        class Broken(BasePlugin):
+            def __init__(self, greeter):
+                raise RuntimeError("cannot construct")
+    """,
+    )
+    async with booted(root) as kernel:
+        assert_healthy_part_works(kernel)
+        broken = kernel.registry.get_system_dump()["plugins"]["bad.Broken"]
+        assert broken["status"] == "DEAD"
+        assert "RuntimeError: cannot construct" in broken["error"]
+
+
+async def test_on_boot_raises(root: Path) -> None:
+    write(
+        root,
+        "domains/bad/plugins/broken.py",
+        """
+        from core import BasePlugin
+
+        class Broken(BasePlugin):
+            async def on_boot(self):
+                raise ValueError("no config")
+    """,
+    )
+    async with booted(root) as kernel:
+        assert_healthy_part_works(kernel)
+        broken = kernel.registry.get_system_dump()["plugins"]["bad.Broken"]
+        assert broken["status"] == "DEAD"
+        assert "on_boot() raised ValueError: no config" in broken["error"]
+        assert "bad.Broken" not in kernel.plugins
+
+
+@pytest.mark.parametrize("kind", ["async", "sync"])
+async def test_on_boot_hangs(root: Path, kind: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PLUGIN_BOOT_TIMEOUT", "0.2")
+    body = "await asyncio.Event().wait()" if kind == "async" else "threading.Event().wait()"
+    write(
+        root,
+        "domains/bad/plugins/hangs.py",
+        f"""
+        import asyncio, threading
+        from core import BasePlugin
+
+        class Hangs(BasePlugin):
+            {"async " if kind == "async" else ""}def on_boot(self):
+                {body}
+    """,
+    )
+    async with booted(root) as kernel:
+        assert_healthy_part_works(kernel)
+        hangs = kernel.registry.get_system_dump()["plugins"]["bad.Hangs"]
+        assert hangs["status"] == "DEAD"
+        assert "did not finish within 0.2s (PLUGIN_BOOT_TIMEOUT)" in hangs["error"]
+
+
+async def test_missing_tool(root: Path) -> None:
+    write(
+        root,
+        "domains/bad/plugins/needs.py",
+        """
+        from core import BasePlugin
+
+        class Needs(BasePlugin):
+            def __init__(self, greeter, db, cache):
+                pass
+    """,
+    )
+    async with booted(root) as kernel:
+        assert_healthy_part_works(kernel)
+        needs = kernel.registry.get_system_dump()["plugins"]["bad.Needs"]
+        assert needs["status"] == "DEAD"
+        assert needs["error"] == "missing required tools: db, cache"
+        assert needs["dependencies"] == ["greeter", "db", "cache"]
+
+
+async def test_syntax_error(root: Path) -> None:
+    write(root, "domains/bad/plugins/typo.py", "def broken(:\n    pass\n")
+    async with booted(root) as kernel:
+        assert_healthy_part_works(kernel)
+        error = kernel.registry.get_system_dump()["load_errors"]["domains/bad/plugins/typo.py"]
+        assert error.startswith("SyntaxError") and "line 1" in error
+
+
+async def test_import_error(root: Path) -> None:
+    write(root, "domains/bad/plugins/missing_dep.py", "import package_that_does_not_exist\n")
+    async with booted(root) as kernel:
+        assert_healthy_part_works(kernel)
+        error = kernel.registry.get_system_dump()["load_errors"]["domains/bad/plugins/missing_dep.py"]
+        assert "ModuleNotFoundError" in error and "package_that_does_not_exist" in error
+
+
+async def test_tool_setup_raises(root: Path) -> None:
+    write(
+        root,
+        "tools/broken/broken_tool.py",
+        """
+        from core import BaseTool
+
+        class Broken(BaseTool):
+            name = "broken"
+
+            async def setup(self):
+                raise ConnectionError("nobody listening on 5432")
+    """,
+    )
+    async with booted(root) as kernel:
+        assert_healthy_part_works(kernel)
+        broken = kernel.registry.get_system_dump()["tools"]["broken"]
+        assert broken["status"] == "DEAD"
+        assert "ConnectionError: nobody listening on 5432" in broken["message"]
+
+
+async def test_tool_setup_hangs(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TOOL_SETUP_TIMEOUT", "0.2")
+    write(
+        root,
+        "tools/slow/slow_tool.py",
+        """
+        import asyncio
+        from core import BaseTool
+
+        class Slow(BaseTool):
+            name = "slow"
+
+            async def setup(self):
+                await asyncio.Event().wait()
+    """,
+    )
+    async with booted(root) as kernel:
+        assert_healthy_part_works(kernel)
+        slow = kernel.registry.get_system_dump()["tools"]["slow"]
+        assert slow["status"] == "DEAD"
+        assert slow["message"] == "setup() timed out after 0.2s (TOOL_SETUP_TIMEOUT)"
+
+
+async def test_tool_not_configured_is_off(root: Path) -> None:
+    write(
+        root,
+        "tools/mail/mail_tool.py",
+        """
+        from core import BaseTool, ToolNotConfiguredError
+
+        class Mail(BaseTool):
+            name = "mail"
+
+            async def setup(self):
+                raise ToolNotConfiguredError("set SMTP_URL to send mail")
+    """,
+    )
+    async with booted(root) as kernel:
+        assert_healthy_part_works(kernel)
+        assert kernel.registry.get_system_dump()["tools"]["mail"] == {
+            **kernel.registry.get_system_dump()["tools"]["mail"],
+            "status": "OFF",
+            "message": "set SMTP_URL to send mail",
+        }
+
+
+async def test_duplicate_tool_name_is_a_boot_error_naming_both_files(root: Path) -> None:
+    write(root, "tools/other/another_greeter.py", GREETER_TOOL)
+    with pytest.raises(KernelBootError) as info:
+        await Kernel(root).boot()
+    message = str(info.value)
+    assert "tools/greeter/greeter_tool.py" in message and "tools/other/another_greeter.py" in message
+
+
+async def test_metrics_sink_that_raises(root: Path) -> None:
+    write(
+        root,
+        "domains/bad/plugins/sink.py",
+        """
+        from core import BasePlugin
+
+        class BadSink(BasePlugin):
+            def __init__(self, container, greeter):
+                self.container, self.greeter = container, greeter
+
+            async def on_boot(self):
+                def sink(record):
+                    raise RuntimeError("sink exploded")
+                self.container.registry.add_metrics_sink(sink)
+                self.result = self.greeter.greet("after sink")
+    """,
+    )
+    async with booted(root) as kernel:
+        assert kernel.plugins["bad.BadSink"].instance.result == "hello after sink"  # type: ignore[attr-defined]
+        assert kernel.registry.tool_status("greeter") is ToolStatus.OK
+        assert kernel.registry.plugin_status("bad.BadSink") is PluginStatus.READY
+
+
+# -- shutdown --------------------------------------------------------------------------------
+
+
+async def test_shutdown_runs_in_reverse_order_and_survives_failures(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    log = tmp_path / "order.log"
+    for name in ("alpha", "beta"):
+        write(
+            root,
+            f"tools/{name}/{name}_tool.py",
+            f"""
+            from core import BaseTool
+
+            class T(BaseTool):
+                name = "{name}"
+
+                async def shutdown(self):
+                    with open({str(log)!r}, "a") as f:
+                        f.write("tool {name}\\n")
+                    if "{name}" == "beta":
+                        raise RuntimeError("close failed")
+        """,
+        )
+    for name in ("one", "two"):
+        write(
+            root,
+            f"domains/d/plugins/{name}.py",
+            f"""
+            from core import BasePlugin
+
+            class P{name.title()}(BasePlugin):
+                def on_shutdown(self):
+                    with open({str(log)!r}, "a") as f:
+                        f.write("plugin {name}\\n")
+                    raise RuntimeError("plugin shutdown failed")
+        """,
+        )
+    kernel = Kernel(root)
+    await kernel.boot()
+    await kernel.shutdown()
+    assert log.read_text().splitlines() == ["plugin two", "plugin one", "tool beta", "tool alpha"]
+
+
+async def test_two_roots_in_one_process_do_not_mix(tmp_path: Path) -> None:
+    first, second = tmp_path / "a", tmp_path / "b"
+    write(first, "tools/greeter/greeter_tool.py", GREETER_TOOL)
+    write(second, "tools/greeter/greeter_tool.py", GREETER_TOOL.replace("hello", "bonjour"))
+    async with booted(first) as kernel:
+        assert kernel.container.get("greeter").greet("a") == "hello a"
+    async with booted(second) as kernel:
+        assert kernel.container.get("greeter").greet("b") == "bonjour b"
+
+
+async def test_dump_is_a_snapshot(root: Path) -> None:
+    async with booted(root) as kernel:
+        dump = kernel.registry.get_system_dump()
+        dump["tools"]["greeter"]["status"] = "DEAD"
+        dump["plugins"].clear()
+        fresh = kernel.registry.get_system_dump()
+        assert fresh["tools"]["greeter"]["status"] == "OK"
+        assert "good.Caller" in fresh["plugins"]
