@@ -38,7 +38,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterable, Mapping
 from types import MappingProxyType, NoneType
-from typing import Any, NoReturn, SupportsIndex, TypeVar
+from typing import Any, NoReturn, SupportsIndex, TypeVar, overload
 
 _K = TypeVar("_K")
 _V = TypeVar("_V")
@@ -66,7 +66,20 @@ class FrozenDict(dict[_K, _V]):
                 _dict_setitem(self, key, deep_freeze(value))
         return self
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    # The overloads give type checkers dict's constructor signatures.
+    @overload
+    def __init__(self) -> None: ...
+    @overload
+    def __init__(self: FrozenDict[str, _V], **kwargs: _V) -> None: ...
+    @overload
+    def __init__(self, mapping: Mapping[_K, _V], /) -> None: ...
+    @overload
+    def __init__(self: FrozenDict[str, _V], mapping: Mapping[str, _V], /, **kwargs: _V) -> None: ...
+    @overload
+    def __init__(self, iterable: Iterable[tuple[_K, _V]], /) -> None: ...
+    @overload
+    def __init__(self: FrozenDict[str, _V], iterable: Iterable[tuple[str, _V]], /, **kwargs: _V) -> None: ...
+    def __init__(self, *args: Any, **kwargs: Any) -> None:  # type: ignore[misc]
         # Population happens once, in __new__; re-running __init__ must not refill the dict.
         pass
 
