@@ -1,0 +1,262 @@
+"""From an HTTP request to ``handler(data, context)`` and back: the per-request hot path.
+
+Each endpoint gets one ASGI callable, built once at registration, that reads the request itself
+(no FastAPI dependency injection, no ``Request`` object) and writes the response itself. The rules:
+
+``data`` is one flat dict merging the path parameters (converted by their ``{name:int}``
+convertors), the query parameters (a repeated key becomes a list of strings) and the JSON body.
+- A key may come from one source only: a query or body key that repeats a path parameter (or a
+  body key that repeats a query parameter) is a 422 naming the key, so a path parameter can never
+  be overridden.
+- The body is parsed as JSON whatever its ``Content-Type`` (``curl -d`` sends a form type);
+  malformed JSON is a 400. Without a ``request_model`` the body must be a JSON object (else 422).
+  An absent or empty body adds nothing.
+- With a ``request_model`` (a pydantic model class) the body is validated by it — an absent body
+  validates as ``{}`` — and a failure is a 422 whose ``fields`` name each bad field. ``data`` then
+  holds ``model.model_dump()`` (a dict, like every other endpoint) and ``context["model"]`` the
+  validated model instance.
+
+``context`` holds ``request_id``, ``method``, ``path``, ``headers`` (lower-case names; a repeated
+header keeps its last value), ``client`` (the peer's host, or ``None``), ``query`` (the parsed
+query), ``identity`` (verified token claims, or ``None``) and, with a request model, ``model``.
+
+The handler runs with ``current_identity_var`` set to its identity and ``current_event_id_var`` to
+the request id; a plain ``def`` handler runs in the worker threadpool, never on the event loop.
+Its return value is the JSON body with the endpoint's status code: dicts, lists, scalars, pydantic
+models, dataclasses, datetimes and UUIDs are serialised; with a ``response_model`` the value is
+validated and filtered through it first. ``None`` is an empty body: 204 when the endpoint's status
+is the default 200, else that status. A Starlette ``Response`` (see ``HttpTool.json_response``) is
+sent as it is. Failures become the error envelope (``envelope.py``).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import parse_qsl
+
+from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic_core import from_json, to_json
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import ClientDisconnect
+from starlette.responses import Response
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from core.context import current_identity_var
+from core.errors import RequestError
+
+from .auth import AuthGate, AuthMode, bearer_token
+from .envelope import Problem, invalid_input, problem_for, validation_fields
+from .request_id import REQUEST_ID_KEY, new_request_id
+
+Handler = Callable[[dict[str, Any], dict[str, Any]], Any]
+JSON_HEADERS = (b"content-type", b"application/json")
+SSE_CONTROL_PARAMETERS = frozenset({"access_token", "last_event_id"})
+
+
+@dataclass(frozen=True)
+class EndpointSpec:
+    """Everything ``add_endpoint`` was told, plus who registered it."""
+
+    path: str
+    method: str
+    handler: Callable[..., Any]
+    identity: str
+    owner: str | None
+    request_model: type[BaseModel] | None = None
+    response_model: Any = None
+    tags: tuple[str, ...] = ()
+    auth: AuthMode = False
+    status_code: int = 200
+    sse: bool = False
+
+
+class PayloadTooLarge(RequestError):
+    status_code = 413
+
+
+def parse_query(query_string: bytes) -> dict[str, Any]:
+    query: dict[str, Any] = {}
+    for key, value in parse_qsl(query_string.decode("latin-1"), keep_blank_values=True):
+        existing = query.get(key)
+        if existing is None:
+            query[key] = value
+        elif isinstance(existing, list):
+            existing.append(value)
+        else:
+            query[key] = [existing, value]
+    return query
+
+
+async def read_body(receive: Receive, limit: int) -> bytes:
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise ClientDisconnect()
+        chunk = message.get("body", b"")
+        if chunk:
+            size += len(chunk)
+            if size > limit:
+                raise PayloadTooLarge(f"the request body is larger than {limit} bytes (HTTP_MAX_BODY_BYTES)")
+            chunks.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+def _conflict(key: str, location: str, other: str) -> RequestError:
+    return invalid_input(
+        f"{location} parameter {key!r} conflicts with the {other} parameter of the same name",
+        [{"field": key, "location": location, "message": f"already given as a {other} parameter"}],
+    )
+
+
+def _merge(data: dict[str, Any], extra: Mapping[str, Any], location: str, sources: dict[str, str]) -> None:
+    for key in extra:
+        if key in data:
+            raise _conflict(key, location, sources.get(key, "path"))
+    data.update(extra)
+
+
+def _parse_body(body: bytes, request_model: type[BaseModel] | None) -> tuple[dict[str, Any], Any]:
+    """The body's keys for ``data``, and the validated model (or ``None``)."""
+    if request_model is not None:
+        try:
+            model = (
+                request_model.model_validate_json(body) if body.strip() else request_model.model_validate({})
+            )
+        except ValidationError as exc:
+            errors = exc.errors(include_url=False)
+            malformed = [error["msg"] for error in errors if error["type"] == "json_invalid"]
+            if malformed:
+                raise RequestError(f"the request body is not valid JSON: {malformed[0]}") from None
+            fields = validation_fields(exc, "body")
+            names = ", ".join(f["field"] for f in fields)
+            raise invalid_input(f"invalid request body: {names}", fields) from None
+        return model.model_dump(), model
+    if not body.strip():
+        return {}, None
+    try:
+        parsed = from_json(body)
+    except ValueError as exc:
+        raise RequestError(f"the request body is not valid JSON: {exc}") from None
+    if not isinstance(parsed, dict):
+        raise invalid_input(
+            f"the JSON body must be an object, got {type(parsed).__name__}",
+            [{"field": "body", "location": "body", "message": "expected a JSON object"}],
+        )
+    return parsed, None
+
+
+def make_request_reader(
+    spec: EndpointSpec, gate: AuthGate, max_body: int
+) -> Callable[[Scope, Receive, str], Awaitable[tuple[dict[str, Any], dict[str, Any]]]]:
+    """Builds ``read(scope, receive, request_id) -> (data, context)`` for one endpoint."""
+    auth = spec.auth
+    request_model = spec.request_model
+    sse = spec.sse
+
+    async def read(scope: Scope, receive: Receive, request_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
+        headers = {name.decode("latin-1"): value.decode("latin-1") for name, value in scope["headers"]}
+        query_string = scope["query_string"]
+        query = parse_query(query_string) if query_string else {}
+        client = scope.get("client")
+        context: dict[str, Any] = {
+            "request_id": request_id,
+            "method": scope["method"],
+            "path": scope["path"],
+            "headers": headers,
+            "client": client[0] if client else None,
+            "identity": None,
+            "query": query,
+        }
+        if auth:
+            token = bearer_token(headers)
+            if token is None and sse:
+                access_token = query.get("access_token")
+                token = access_token if isinstance(access_token, str) and access_token else None
+            context["identity"] = await gate.identify(auth, token)
+        path_params = scope.get("path_params")
+        data: dict[str, Any] = dict(path_params) if path_params else {}
+        if query:
+            if sse:
+                query = {k: v for k, v in query.items() if k not in SSE_CONTROL_PARAMETERS}
+            _merge(data, query, "query", {})
+        length = headers.get("content-length")
+        body = b""
+        if (length is not None and length != "0") or "transfer-encoding" in headers:
+            if length is not None and length.isdigit() and int(length) > max_body:
+                raise PayloadTooLarge(
+                    f"the request body is larger than {max_body} bytes (HTTP_MAX_BODY_BYTES)"
+                )
+            body = await read_body(receive, max_body)
+        if body or request_model is not None:
+            fields, model = _parse_body(body, request_model)
+            if fields:
+                _merge(data, fields, "body", dict.fromkeys(query, "query"))
+            if model is not None:
+                context["model"] = model
+        return data, context
+
+    return read
+
+
+def make_endpoint_app(spec: EndpointSpec, gate: AuthGate, max_body: int) -> ASGIApp:
+    """The ASGI callable serving one JSON endpoint."""
+    read = make_request_reader(spec, gate, max_body)
+    handler = spec.handler
+    identity = spec.identity
+    is_async = inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(
+        getattr(handler, "__call__", None)  # noqa: B004 - an object whose __call__ is async
+    )
+    default_status = spec.status_code
+    empty_status = 204 if default_status == 200 else default_status
+    where = f"{spec.method} {spec.path} ({identity})"
+    adapter: TypeAdapter[Any] | None = (
+        TypeAdapter(spec.response_model) if spec.response_model is not None else None
+    )
+
+    def encode(result: Any) -> tuple[int, bytes, list[tuple[bytes, bytes]]] | Response:
+        if result is None:
+            return empty_status, b"", []
+        if isinstance(result, Response):
+            return result
+        if adapter is not None:
+            body = adapter.dump_json(adapter.validate_python(result, from_attributes=True))
+        else:
+            body = to_json(result)
+        return default_status, body, [JSON_HEADERS]
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        request_id = scope.get(REQUEST_ID_KEY) or new_request_id()
+        token = current_identity_var.set(identity)
+        outcome: tuple[int, bytes, list[tuple[bytes, bytes]]] | Response | Problem
+        try:
+            data, context = await read(scope, receive, request_id)
+            if is_async:
+                result = await handler(data, context)
+            else:
+                result = await run_in_threadpool(handler, data, context)
+                if inspect.isawaitable(result):
+                    result = await result
+            outcome = encode(result)
+        except ClientDisconnect:
+            return
+        except Exception as exc:
+            status, body, headers = problem_for(exc, request_id, where)
+            outcome = status, body, [JSON_HEADERS, *headers]
+        finally:
+            current_identity_var.reset(token)
+        if isinstance(outcome, Response):
+            await outcome(scope, receive, send)
+            return
+        status, body, headers = outcome
+        if status != 204 and status != 304:
+            headers.append((b"content-length", str(len(body)).encode("latin-1")))
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+
+    return app

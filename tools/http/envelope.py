@@ -1,0 +1,107 @@
+"""One error shape for every failed request: ``{"error": {"kind", "message", "request_id"}}``.
+
+Whatever goes wrong — a plugin raising one of Keel's request errors, an unknown route, a wrong
+method, a body that is not JSON, a validation failure, FastAPI's own ``HTTPException`` or a bug —
+the caller gets this envelope with the matching status, and can branch on ``kind`` (a closed set,
+``core.errors.ErrorKind``). Validation failures add ``fields``: one entry per offending field with
+its ``field`` name, ``location`` (path, query, body) and ``message``.
+
+A bug (any exception that is not a request error) is a 500 whose message is generic: its type,
+text and traceback go to the log with the request id, never to the caller.
+
+A ``RequestError`` may carry two optional attributes the envelope honours: ``fields`` (a list of
+dicts as above) and ``headers`` (extra response headers, e.g. ``WWW-Authenticate``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from http import HTTPStatus
+from typing import Any
+
+from pydantic import ValidationError
+from pydantic_core import to_json
+from starlette.exceptions import HTTPException
+
+from core.errors import ErrorKind, InvalidInputError, RequestError
+
+log = logging.getLogger("keel.http")
+
+INTERNAL_MESSAGE = "internal server error; quote the request id when reporting it"
+LOGGED_MARK = "_keel_logged"  # set on an exception already logged as a 500, so it is logged once
+
+_KIND_BY_STATUS = {
+    400: ErrorKind.BAD_REQUEST,
+    401: ErrorKind.UNAUTHORIZED,
+    403: ErrorKind.FORBIDDEN,
+    404: ErrorKind.NOT_FOUND,
+    405: ErrorKind.METHOD_NOT_ALLOWED,
+    409: ErrorKind.CONFLICT,
+    422: ErrorKind.INVALID,
+    503: ErrorKind.UNAVAILABLE,
+}
+
+Problem = tuple[int, bytes, list[tuple[bytes, bytes]]]
+"""A ready-to-send failure: status, JSON body, extra headers."""
+
+
+def kind_for_status(status: int) -> ErrorKind:
+    kind = _KIND_BY_STATUS.get(status)
+    if kind is not None:
+        return kind
+    return ErrorKind.INTERNAL if status >= 500 else ErrorKind.BAD_REQUEST
+
+
+def envelope(
+    kind: str, message: str, request_id: str | None, fields: list[dict[str, Any]] | None = None
+) -> bytes:
+    error: dict[str, Any] = {"kind": str(kind), "message": message, "request_id": request_id}
+    if fields is not None:
+        error["fields"] = fields
+    return to_json({"error": error})
+
+
+def invalid_input(message: str, fields: list[dict[str, Any]]) -> InvalidInputError:
+    """A 422 naming the offending fields."""
+    error = InvalidInputError(message)
+    error.fields = fields  # type: ignore[attr-defined]
+    return error
+
+
+def validation_fields(exc: ValidationError, location: str) -> list[dict[str, Any]]:
+    return [
+        {
+            "field": ".".join(str(part) for part in error["loc"]) or location,
+            "location": location,
+            "message": error["msg"],
+            "type": error["type"],
+        }
+        for error in exc.errors(include_url=False)
+    ]
+
+
+def encode_headers(headers: Mapping[str, str] | None) -> list[tuple[bytes, bytes]]:
+    if not headers:
+        return []
+    return [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in headers.items()]
+
+
+def problem_for(exc: Exception, request_id: str | None, where: str) -> Problem:
+    """The response for ``exc``; a bug is logged here (once) with the request id."""
+    if isinstance(exc, RequestError):
+        message = str(exc) or HTTPStatus(exc.status_code).phrase
+        fields = getattr(exc, "fields", None)
+        body = envelope(exc.kind, message, request_id, list(fields) if fields is not None else None)
+        return exc.status_code, body, encode_headers(getattr(exc, "headers", None))
+    if isinstance(exc, HTTPException):
+        detail = exc.detail if isinstance(exc.detail, str) else HTTPStatus(exc.status_code).phrase
+        body = envelope(kind_for_status(exc.status_code), detail, request_id)
+        return exc.status_code, body, encode_headers(exc.headers)
+    if not getattr(exc, LOGGED_MARK, False):
+        log.error("%s failed (request id %s)", where, request_id, exc_info=exc)
+        try:
+            setattr(exc, LOGGED_MARK, True)
+        except AttributeError:  # pragma: no cover - exceptions with __slots__
+            pass
+    return 500, envelope(ErrorKind.INTERNAL, INTERNAL_MESSAGE, request_id), []

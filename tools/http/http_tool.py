@@ -1,0 +1,397 @@
+"""The ``http`` tool: plugins' endpoints as a FastAPI app, served by uvicorn inside the kernel.
+
+Plugins call ``add_endpoint`` / ``add_sse_endpoint`` from ``on_boot``; the kernel then runs
+``serve(stop)``. What a request becomes (``data``, ``context``), what a handler may return and how
+errors are answered is described in ``endpoint.py``, ``sse.py`` and ``envelope.py``; who may call
+an endpoint in ``auth.py``. In short:
+
+- every response carries ``X-Request-ID`` (``request_id.py``), and every failure the envelope
+  ``{"error": {"kind", "message", "request_id"}}``;
+- ``auth=False | True | "admin"``. With no token validator installed (the auth tool is off),
+  ``auth=True`` endpoints answer 503 and ``auth="admin"`` endpoints are open — the system
+  endpoints stay readable on a single machine; once a validator is installed they need a token
+  whose claims have ``admin: true`` or ``"admin"`` in ``roles``;
+- each route belongs to the plugin that registered it (the kernel's ``current_plugin_var``):
+  ``release_owner`` removes them, another plugin registering the same method and path is a
+  ``ValueError`` naming both, and the same plugin registering it again replaces it (reload);
+- OpenAPI at ``/docs`` and ``/openapi.json`` documents every route with its models and tags.
+
+Configuration (read in ``setup``): ``HOST`` (127.0.0.1), ``PORT`` (8000; 0 picks a free port, and
+the ``serving on http://host:port`` log line says which), ``SHUTDOWN_GRACE_SECONDS`` (10: how long
+in-flight requests may take to finish after SIGTERM), ``SSE_HEARTBEAT_SECONDS`` (15),
+``HTTP_ACCESS_LOG`` (off), ``HTTP_MAX_BODY_BYTES`` (10 MiB; larger bodies are a 413).
+
+uvicorn runs with httptools when installed, without lifespan events (the kernel owns the
+lifecycle) and without its own signal handlers (the kernel sets ``stop`` on SIGINT/SIGTERM).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import os
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar
+
+import uvicorn
+from fastapi import FastAPI
+from fastapi.exceptions import RequestValidationError
+from pydantic import BaseModel
+from pydantic_core import to_json
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response
+
+from core.base_tool import BaseTool
+from core.context import current_plugin_var, identity_of
+from core.errors import ErrorKind, ToolUnavailableError
+from core.registry import ToolStatus
+from core.settings import env_flag, env_float
+
+from .auth import AdminCheck, AuthGate, AuthMode, Validator, check_mode, is_admin
+from .endpoint import EndpointSpec, make_endpoint_app
+from .envelope import envelope, problem_for
+from .request_id import REQUEST_ID_KEY, RequestIdMiddleware
+from .routes import KeelRoute
+from .server import HTTP_PROTOCOL, KeelServer, bind_socket, url_of
+from .sse import StreamTracker, make_sse_app
+
+try:
+    import uvloop
+except ImportError:  # pragma: no cover - uvicorn[standard] installs it
+    uvloop = None  # type: ignore[assignment]
+
+log = logging.getLogger("keel.http")
+
+METHODS = frozenset({"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"})
+DEFAULT_MAX_BODY = 10 * 1024 * 1024
+
+
+class HttpTool(BaseTool):
+    """HTTP endpoints and server-sent-event streams for plugins, served by uvicorn."""
+
+    name = "http"
+    loop_factory: ClassVar[Callable[[], asyncio.AbstractEventLoop] | None] = (
+        uvloop.new_event_loop if uvloop is not None else None
+    )
+
+    def __init__(self) -> None:
+        self.app = FastAPI(title="Keel", description="Endpoints registered by Keel's plugins.")
+        _install_error_handlers(self.app)
+        self.asgi = RequestIdMiddleware(self.app)
+        self.base_url: str | None = None
+        self.host = "127.0.0.1"
+        self.port = 8000
+        self.grace = 10.0
+        self.heartbeat = 15.0
+        self.access_log = False
+        self.max_body = DEFAULT_MAX_BODY
+        self._gate = AuthGate()
+        self._streams = StreamTracker()
+        self._routes: dict[tuple[str, str], KeelRoute] = {}
+        self._lock = threading.Lock()
+        self._listening = asyncio.Event()
+        self._serve_error: BaseException | None = None
+
+    async def setup(self) -> None:
+        self.host = os.environ.get("HOST", "").strip() or "127.0.0.1"
+        raw_port = os.environ.get("PORT", "").strip() or "8000"
+        if not raw_port.isdigit() or int(raw_port) > 65535:
+            raise ValueError(f"PORT must be a port number between 0 and 65535, got {raw_port!r}")
+        self.port = int(raw_port)
+        self.grace = env_float("SHUTDOWN_GRACE_SECONDS", 10.0)
+        self.heartbeat = env_float("SSE_HEARTBEAT_SECONDS", 15.0)
+        if self.heartbeat <= 0:
+            raise ValueError("SSE_HEARTBEAT_SECONDS must be positive")
+        self.access_log = env_flag("HTTP_ACCESS_LOG")
+        raw_max = os.environ.get("HTTP_MAX_BODY_BYTES", "").strip()
+        if raw_max:
+            if not raw_max.isdigit():
+                raise ValueError(f"HTTP_MAX_BODY_BYTES must be a number of bytes, got {raw_max!r}")
+            self.max_body = int(raw_max)
+
+    # -- registering endpoints -----------------------------------------------------------------
+
+    def add_endpoint(
+        self,
+        path: str,
+        method: str,
+        handler: Callable[[dict[str, Any], dict[str, Any]], Any],
+        *,
+        request_model: type[BaseModel] | None = None,
+        response_model: Any = None,
+        tags: list[str] | None = None,
+        auth: AuthMode = False,
+        status_code: int = 200,
+    ) -> None:
+        """Serve ``handler(data, context)`` (sync or async) at ``method path``; it returns the JSON body."""
+        method = method.upper()
+        if method not in METHODS:
+            raise ValueError(f"unsupported HTTP method {method!r}; use one of {sorted(METHODS)}")
+        if request_model is not None and not (
+            isinstance(request_model, type) and issubclass(request_model, BaseModel)
+        ):
+            raise TypeError(f"request_model must be a pydantic model class, got {request_model!r}")
+        if not isinstance(status_code, int) or not 100 <= status_code <= 599:
+            raise ValueError(f"status_code must be an HTTP status between 100 and 599, got {status_code!r}")
+        spec = self._spec(path, method, handler, tags, auth, sse=False)
+        spec = dataclasses.replace(
+            spec, request_model=request_model, response_model=response_model, status_code=status_code
+        )
+        self._register(KeelRoute(spec, make_endpoint_app(spec, self._gate, self.max_body)))
+
+    def add_sse_endpoint(
+        self,
+        path: str,
+        stream: Callable[[dict[str, Any], dict[str, Any]], Any],
+        *,
+        tags: list[str] | None = None,
+        auth: AuthMode = False,
+    ) -> None:
+        """Serve ``GET path`` as server-sent events from ``stream(data, context)``'s async iterator."""
+        spec = self._spec(path, "GET", stream, tags, auth, sse=True)
+        app = make_sse_app(spec, self._gate, self.max_body, self._streams, lambda: self.heartbeat)
+        self._register(KeelRoute(spec, app))
+
+    def get_endpoints(self) -> list[dict[str, Any]]:
+        """Every registered endpoint: method, path, owner, identity, auth, tags, sse."""
+        with self._lock:
+            specs = [route.spec for route in self._routes.values()]
+        return [
+            {
+                "method": s.method,
+                "path": s.path,
+                "owner": s.owner,
+                "identity": s.identity,
+                "auth": s.auth,
+                "tags": list(s.tags),
+                "sse": s.sse,
+            }
+            for s in specs
+        ]
+
+    def json_response(
+        self, body: Any, *, status_code: int = 200, headers: Mapping[str, str] | None = None
+    ) -> Response:
+        """A JSON response with another status than the endpoint's (return it from a handler)."""
+        return Response(
+            to_json(body), status_code=status_code, headers=dict(headers or {}), media_type="application/json"
+        )
+
+    def release_owner(self, owner: str) -> None:
+        """Remove every route (and the auth hooks) plugin ``owner`` registered."""
+        with self._lock:
+            gone = [key for key, route in self._routes.items() if route.spec.owner == owner]
+            if gone:
+                dropped = {id(self._routes.pop(key)) for key in gone}
+                self.app.router.routes = [r for r in self.app.router.routes if id(r) not in dropped]
+                self.app.openapi_schema = None
+            if self._gate.validator_owner == owner:
+                self._gate.validator, self._gate.validator_owner = None, None
+            if self._gate.admin_check_owner == owner:
+                self._gate.admin_check, self._gate.admin_check_owner = is_admin, None
+
+    # -- authentication hooks ------------------------------------------------------------------
+
+    def set_auth_validator(self, validator: Validator | None) -> None:
+        """Install ``validator(token) -> claims`` (sync or async; raise to reject); ``None`` removes it."""
+        if validator is not None and not callable(validator):
+            raise TypeError("the auth validator must be callable")
+        self._gate.validator = validator
+        self._gate.validator_owner = current_plugin_var.get() if validator is not None else None
+
+    def set_admin_check(self, check: AdminCheck | None) -> None:
+        """Replace the rule deciding which verified claims are an admin's; ``None`` restores the default."""
+        self._gate.admin_check = check if check is not None else is_admin
+        self._gate.admin_check_owner = current_plugin_var.get() if check is not None else None
+
+    # -- serving -------------------------------------------------------------------------------
+
+    async def serve(self, stop: asyncio.Event) -> None:
+        """Listen until ``stop`` is set, then let in-flight requests finish within the grace period."""
+        self._listening.clear()
+        self._serve_error = None
+        self._streams.closing.clear()
+        try:
+            sock = bind_socket(self.host, self.port)
+        except OSError as exc:
+            message = f"cannot listen on {self.host}:{self.port}: {exc.strerror or exc} (check HOST and PORT)"
+            self._mark_dead(message)
+            error = ToolUnavailableError(message)
+            self._fail_listening(error)
+            raise error from exc
+        config = uvicorn.Config(
+            self.asgi,
+            host=self.host,
+            port=sock.getsockname()[1],
+            log_config=None,
+            access_log=self.access_log,
+            lifespan="off",
+            http=HTTP_PROTOCOL,
+            timeout_graceful_shutdown=self.grace,  # type: ignore[arg-type]  # a float works
+        )
+        server = KeelServer(config)
+        serving = asyncio.create_task(server.serve(sockets=[sock]), name="keel-http-server")
+        listening = asyncio.create_task(server.listening.wait())
+        stopping = asyncio.create_task(stop.wait())
+        try:
+            await asyncio.wait((serving, listening), return_when=asyncio.FIRST_COMPLETED)
+            if listening.done():
+                self.base_url = url_of(sock)
+                log.info("serving on http://%s:%d", _bracketed(self.host), sock.getsockname()[1])
+                self._listening.set()
+                await asyncio.wait((serving, stopping), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            self._streams.closing.set()  # open event streams end now instead of holding the drain
+            server.should_exit = True
+            listening.cancel()
+            stopping.cancel()
+            try:
+                await serving
+            except BaseException as exc:
+                self._fail_listening(exc)
+                raise
+            finally:
+                sock.close()
+                self._fail_listening(RuntimeError("the http server stopped before it was listening"))
+        log.info("http server stopped")
+
+    async def wait_until_serving(self) -> str:
+        """The base URL (``http://host:port``) once the server listens; raises if it could not start."""
+        await self._listening.wait()
+        if self._serve_error is not None:
+            raise self._serve_error
+        assert self.base_url is not None
+        return self.base_url
+
+    @property
+    def open_streams(self) -> int:
+        """How many server-sent-event responses are streaming now."""
+        return self._streams.open
+
+    async def shutdown(self) -> None:
+        self._streams.closing.set()
+
+    async def on_instrument(self, tracer_provider: Any) -> None:
+        """Trace every request (method, route, status, latency) with OpenTelemetry."""
+        try:
+            from opentelemetry.instrumentation.fastapi import FastAPIInstrumentor
+        except ImportError as exc:
+            log.warning("FastAPI instrumentation is not installed; requests are not traced: %s", exc)
+            return
+        FastAPIInstrumentor.instrument_app(self.app, tracer_provider=tracer_provider)
+        self.app.middleware_stack = None  # rebuilt with the tracing middleware on the next request
+
+    # -- internals -----------------------------------------------------------------------------
+
+    def _spec(
+        self,
+        path: str,
+        method: str,
+        handler: Callable[..., Any],
+        tags: list[str] | None,
+        auth: object,
+        *,
+        sse: bool,
+    ) -> EndpointSpec:
+        if not isinstance(path, str) or not path.startswith("/"):
+            raise ValueError(f"an endpoint path must start with '/', got {path!r}")
+        if not callable(handler):
+            raise TypeError(f"the handler for {method} {path} must be callable, got {handler!r}")
+        return EndpointSpec(
+            path=path,
+            method=method,
+            handler=handler,
+            identity=identity_of(handler),
+            owner=current_plugin_var.get(),
+            tags=tuple(tags or ()),
+            auth=check_mode(auth),
+            sse=sse,
+        )
+
+    def _register(self, route: KeelRoute) -> None:
+        spec = route.spec
+        key = (spec.method, spec.path)
+        with self._lock:
+            existing = self._routes.get(key)
+            if existing is not None and existing.spec.owner != spec.owner:
+                holder, newcomer = existing.spec.owner or "no plugin", spec.owner or "no plugin"
+                raise ValueError(
+                    f"{spec.method} {spec.path} is already registered by {holder}; "
+                    f"{newcomer} cannot register it too"
+                )
+            routes = [r for r in self.app.router.routes if r is not existing]
+            routes.append(route)
+            # A new list: a request being matched concurrently never sees it change.
+            self.app.router.routes = routes
+            self._routes[key] = route
+            self.app.openapi_schema = None
+
+    def _fail_listening(self, error: BaseException) -> None:
+        if not self._listening.is_set():
+            self._serve_error = error
+            self._listening.set()
+
+    def _mark_dead(self, message: str) -> None:
+        registry = getattr(self, "kernel_registry", None)
+        if registry is not None:
+            registry.update_tool_status(self.name, ToolStatus.DEAD, message)
+
+
+def _bracketed(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
+
+
+# -- the envelope for what never reaches a Keel route ---------------------------------------------
+
+_BODYLESS = frozenset({204, 304})
+
+
+def _install_error_handlers(app: FastAPI) -> None:
+    app.add_exception_handler(HTTPException, _http_exception)  # type: ignore[arg-type]
+    app.add_exception_handler(RequestValidationError, _validation_error)  # type: ignore[arg-type]
+    app.add_exception_handler(Exception, _unexpected_error)
+
+
+def _answer(status: int, body: bytes, headers: Mapping[str, str] | None = None) -> Response:
+    if status in _BODYLESS or status < 200:
+        return Response(status_code=status, headers=dict(headers or {}))
+    return Response(body, status_code=status, headers=dict(headers or {}), media_type="application/json")
+
+
+async def _http_exception(request: Request, exc: HTTPException) -> Response:
+    method, path = request.method, request.url.path
+    message = exc.detail
+    if exc.status_code == 404 and message == "Not Found":
+        message = f"no route matches {method} {path}"
+    elif exc.status_code == 405 and message == "Method Not Allowed":
+        allowed = (exc.headers or {}).get("Allow")
+        message = f"{method} is not allowed on {path}" + (f"; allowed: {allowed}" if allowed else "")
+    status, body, _ = problem_for(
+        HTTPException(exc.status_code, message), request.scope.get(REQUEST_ID_KEY), ""
+    )
+    return _answer(status, body, exc.headers)
+
+
+async def _validation_error(request: Request, exc: RequestValidationError) -> Response:
+    fields = [
+        {
+            "field": ".".join(str(p) for p in error["loc"][1:]) or str(error["loc"][0]),
+            "location": str(error["loc"][0]) if error["loc"] else "request",
+            "message": error["msg"],
+            "type": error["type"],
+        }
+        for error in exc.errors()
+    ]
+    names = ", ".join(f["field"] for f in fields)
+    body = envelope(ErrorKind.INVALID, f"invalid request: {names}", request.scope.get(REQUEST_ID_KEY), fields)
+    return _answer(422, body)
+
+
+async def _unexpected_error(request: Request, exc: Exception) -> Response:
+    status, body, _ = problem_for(
+        exc, request.scope.get(REQUEST_ID_KEY), f"{request.method} {request.url.path}"
+    )
+    return _answer(status, body)

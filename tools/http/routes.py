@@ -1,0 +1,115 @@
+"""FastAPI routes that document a Keel endpoint in OpenAPI but serve it with Keel's own hot path.
+
+``KeelRoute`` is a FastAPI ``APIRoute`` built from a stand-in endpoint whose signature declares the
+path parameters (typed from their convertors) and the request body (the ``request_model``, or a
+free-form JSON object for POST/PUT/PATCH), so ``/docs`` shows the real contract: tags, models,
+status code, the error envelope for 4xx and 5xx. Its ASGI ``app`` is then replaced by the
+endpoint's own callable (``endpoint.py``/``sse.py``), so serving never goes through FastAPI's
+dependency injection.
+"""
+
+from __future__ import annotations
+
+import inspect
+import uuid
+from typing import Any
+
+from fastapi import Body, Path
+from fastapi.routing import APIRoute
+from pydantic import BaseModel
+from starlette.responses import JSONResponse, Response
+from starlette.routing import compile_path
+from starlette.types import ASGIApp
+
+from .endpoint import EndpointSpec
+
+_CONVERTOR_TYPES: dict[str, type] = {"int": int, "float": float, "uuid": uuid.UUID}
+_BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+
+
+class ErrorDetail(BaseModel):
+    kind: str
+    message: str
+    request_id: str | None
+    fields: list[dict[str, Any]] | None = None
+
+
+class ErrorEnvelope(BaseModel):
+    """The body of every failed request."""
+
+    error: ErrorDetail
+
+
+class EventStream(Response):
+    """Documents a server-sent-events endpoint's media type (never instantiated for serving)."""
+
+    media_type = "text/event-stream"
+
+
+def path_parameters(path: str) -> dict[str, type]:
+    """``{name: python type}`` of the ``{name}`` / ``{name:convertor}`` segments of ``path``."""
+    _, _, convertors = compile_path(path)
+    return {name: _CONVERTOR_TYPES.get(_convertor_name(c), str) for name, c in convertors.items()}
+
+
+def _convertor_name(convertor: object) -> str:
+    return type(convertor).__name__.removesuffix("Convertor").lower()
+
+
+def _doc_endpoint(spec: EndpointSpec) -> Any:
+    parameters = [
+        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=kind, default=Path())
+        for name, kind in path_parameters(spec.path).items()
+    ]
+    body_name = "request_body"
+    while body_name in {p.name for p in parameters}:
+        body_name = f"_{body_name}"
+    if spec.request_model is not None:
+        parameters.append(
+            inspect.Parameter(
+                body_name, inspect.Parameter.KEYWORD_ONLY, annotation=spec.request_model, default=Body()
+            )
+        )
+    elif spec.method in _BODY_METHODS and not spec.sse:
+        parameters.append(
+            inspect.Parameter(
+                body_name,
+                inspect.Parameter.KEYWORD_ONLY,
+                annotation=dict[str, Any] | None,
+                default=Body(None),
+            )
+        )
+
+    def endpoint(**_: Any) -> None:  # pragma: no cover - never called: KeelRoute serves itself
+        raise RuntimeError("documentation stand-in")
+
+    endpoint.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
+    endpoint.__doc__ = inspect.getdoc(spec.handler)
+    endpoint.__name__ = spec.identity.replace(".", "_")
+    return endpoint
+
+
+class KeelRoute(APIRoute):
+    """One registered endpoint: documented like a FastAPI route, served by ``serve_app``."""
+
+    def __init__(self, spec: EndpointSpec, serve_app: ASGIApp) -> None:
+        errors: dict[int | str, dict[str, Any]] = {
+            422: {"model": ErrorEnvelope, "description": "Invalid input (the fields are named)"},
+            "4XX": {"model": ErrorEnvelope, "description": "Request error"},
+            "5XX": {"model": ErrorEnvelope, "description": "Server error"},
+        }
+        doc = inspect.getdoc(spec.handler) or ""
+        super().__init__(
+            spec.path,
+            _doc_endpoint(spec),
+            methods=[spec.method],
+            response_model=None if spec.sse else spec.response_model,
+            status_code=None if spec.sse else spec.status_code,
+            tags=list(spec.tags) or None,
+            summary=doc.splitlines()[0] if doc else spec.identity,
+            responses=errors,
+            name=spec.identity,
+            response_class=EventStream if spec.sse else JSONResponse,
+        )
+        self.spec = spec
+        self.app = serve_app

@@ -1,0 +1,63 @@
+"""uvicorn, run inside the kernel's event loop and stopped by the kernel, not by signals.
+
+``KeelServer`` is a ``uvicorn.Server`` that never installs signal handlers (the kernel owns
+SIGINT/SIGTERM and sets the stop event) and reports when it is listening. The listening socket
+is bound here rather than by uvicorn, so a port that cannot be bound is an ``OSError`` we can
+report instead of uvicorn's ``sys.exit``, and ``PORT=0`` tells us the port the system picked.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+from collections.abc import Iterator
+
+import uvicorn
+
+try:
+    import httptools  # noqa: F401
+except ImportError:  # pragma: no cover - uvicorn[standard] installs it
+    HTTP_PROTOCOL = "h11"
+else:
+    HTTP_PROTOCOL = "httptools"
+
+
+class KeelServer(uvicorn.Server):
+    def __init__(self, config: uvicorn.Config) -> None:
+        super().__init__(config)
+        self.listening = asyncio.Event()
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets=sockets)
+        self.listening.set()
+
+
+def bind_socket(host: str, port: int) -> socket.socket:
+    """A bound (not yet listening) TCP socket for ``host:port``; ``port`` 0 picks a free one."""
+    family, kind, proto, _, address = socket.getaddrinfo(
+        host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+    )[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+    except BaseException:
+        sock.close()
+        raise
+    sock.setblocking(False)
+    return sock
+
+
+def url_of(sock: socket.socket) -> str:
+    """``http://host:port`` a client on this machine can use to reach ``sock``."""
+    host, port = sock.getsockname()[:2]
+    if host in ("0.0.0.0", ""):
+        host = "127.0.0.1"
+    elif host == "::":
+        host = "::1"
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"

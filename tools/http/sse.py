@@ -1,0 +1,193 @@
+"""Server-sent events: a plugin's async iterator of dicts, written as an ``text/event-stream``.
+
+``stream(data, context)`` returns an async iterator (an ``async def`` generator, or a function —
+sync or async — returning one). Each item is a dict: ``data`` (required: a string is sent as it
+is, anything else as compact JSON; a multi-line string becomes several ``data:`` lines), and
+optional ``event`` (str), ``id`` (str) and ``retry`` (int, milliseconds). ``context`` is the same as
+for JSON endpoints plus ``last_event_id``, taken from the ``Last-Event-ID`` header or the
+``?last_event_id=`` query parameter (``None`` when absent).
+
+To refuse a stream with a status (404, 403 ...), raise from ``stream`` itself, before it returns
+the iterator: that is answered with the usual error envelope. Once the response has started, an
+exception from the iterator ends the stream with one ``event: error`` whose data is the envelope
+(a bug is logged with the request id and described generically, as for a 500).
+
+The writer sends a ``: keep-alive`` comment when nothing was sent for ``heartbeat`` seconds (so
+proxies keep the connection), and stops promptly — closing the iterator, which runs its
+``finally`` blocks — when the client disconnects or the server begins shutting down: an open
+stream never holds uvicorn's graceful shutdown for its whole grace period.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import re
+from collections.abc import AsyncIterator, Callable, Mapping
+from typing import Any
+
+from pydantic_core import to_json
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from core.context import current_identity_var
+
+from .auth import AuthGate
+from .endpoint import EndpointSpec, make_request_reader
+from .envelope import problem_for
+from .request_id import REQUEST_ID_KEY, new_request_id
+
+SSE_HEADERS = [
+    (b"content-type", b"text/event-stream; charset=utf-8"),
+    (b"cache-control", b"no-cache"),
+    (b"x-accel-buffering", b"no"),
+]
+HEARTBEAT = b": keep-alive\n\n"
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+def format_event(item: Mapping[str, Any]) -> bytes:
+    """One event in the wire format; raises ``TypeError``/``ValueError`` for a malformed item."""
+    if not isinstance(item, Mapping):
+        raise TypeError(f"a server-sent event must be a dict, got {type(item).__name__}")
+    if "data" not in item:
+        raise ValueError("a server-sent event needs a 'data' key")
+    lines: list[str] = []
+    for field in ("id", "event"):
+        value = item.get(field)
+        if value is None:
+            continue
+        text = str(value)
+        if _LINE_BREAK.search(text) or "\0" in text:
+            raise ValueError(f"a server-sent event's {field!r} must be one line, got {text!r}")
+        lines.append(f"{field}: {text}")
+    retry = item.get("retry")
+    if retry is not None:
+        if not isinstance(retry, int) or isinstance(retry, bool) or retry < 0:
+            raise ValueError(f"a server-sent event's 'retry' must be a non-negative int, got {retry!r}")
+        lines.append(f"retry: {retry}")
+    data = item["data"]
+    text = data if isinstance(data, str) else to_json(data).decode()
+    lines.extend(f"data: {line}" for line in _LINE_BREAK.split(text))
+    return ("\n".join(lines) + "\n\n").encode()
+
+
+async def _wait_for_disconnect(receive: Receive) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        pass
+
+
+async def _open(
+    stream: Callable[..., Any], data: dict[str, Any], context: dict[str, Any]
+) -> AsyncIterator[Any]:
+    iterator = stream(data, context)
+    if inspect.isawaitable(iterator):
+        iterator = await iterator
+    if not hasattr(iterator, "__anext__"):
+        raise TypeError(f"an SSE stream must return an async iterator, got {type(iterator).__name__}")
+    return iterator  # type: ignore[no-any-return]
+
+
+class StreamTracker:
+    """The open streams of one http tool, and the signal that ends them all at shutdown."""
+
+    def __init__(self) -> None:
+        self.closing = asyncio.Event()
+        self.open = 0
+
+
+def make_sse_app(
+    spec: EndpointSpec, gate: AuthGate, max_body: int, tracker: StreamTracker, heartbeat: Callable[[], float]
+) -> ASGIApp:
+    read = make_request_reader(spec, gate, max_body)
+    stream = spec.handler
+    identity = spec.identity
+    where = f"SSE {spec.path} ({identity})"
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        request_id = scope.get(REQUEST_ID_KEY) or new_request_id()
+        token = current_identity_var.set(identity)
+        try:
+            try:
+                data, context = await read(scope, receive, request_id)
+                last_event_id = context["headers"].get("last-event-id") or context["query"].get(
+                    "last_event_id"
+                )
+                context["last_event_id"] = last_event_id if isinstance(last_event_id, str) else None
+                iterator = await _open(stream, data, context)
+            except Exception as exc:
+                status, body, headers = problem_for(exc, request_id, where)
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": status,
+                        "headers": [
+                            (b"content-type", b"application/json"),
+                            *headers,
+                            (b"content-length", str(len(body)).encode()),
+                        ],
+                    }
+                )
+                await send({"type": "http.response.body", "body": body})
+                return
+            await send({"type": "http.response.start", "status": 200, "headers": list(SSE_HEADERS)})
+            tracker.open += 1
+            try:
+                await _pump(iterator, receive, send, tracker, heartbeat(), request_id, where)
+            finally:
+                tracker.open -= 1
+        finally:
+            current_identity_var.reset(token)
+
+    return app
+
+
+async def _pump(
+    iterator: AsyncIterator[Any],
+    receive: Receive,
+    send: Send,
+    tracker: StreamTracker,
+    heartbeat: float,
+    request_id: str,
+    where: str,
+) -> None:
+    loop = asyncio.get_running_loop()
+    disconnected = loop.create_task(_wait_for_disconnect(receive))
+    closing = loop.create_task(tracker.closing.wait())
+    next_item: asyncio.Future[Any] = asyncio.ensure_future(anext(iterator))
+    client_gone = False
+    try:
+        while True:
+            done, _ = await asyncio.wait(
+                (next_item, disconnected, closing), timeout=heartbeat, return_when=asyncio.FIRST_COMPLETED
+            )
+            if disconnected in done:
+                client_gone = True
+                return
+            if closing in done:
+                return
+            if not done:
+                await send({"type": "http.response.body", "body": HEARTBEAT, "more_body": True})
+                continue
+            try:
+                chunk = format_event(next_item.result())
+            except StopAsyncIteration:
+                return
+            except Exception as exc:
+                _, body, _ = problem_for(exc, request_id, where)
+                chunk = format_event({"event": "error", "data": body.decode()})
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                return
+            await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            next_item = asyncio.ensure_future(anext(iterator))
+    finally:
+        for task in (next_item, disconnected, closing):
+            task.cancel()
+        await asyncio.wait((next_item, disconnected, closing))
+        aclose = getattr(iterator, "aclose", None)
+        if aclose is not None:
+            try:
+                await aclose()
+            except Exception as exc:
+                problem_for(exc, request_id, f"{where} closing")
+        if not client_gone:
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
