@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Protocol, runtime_checkable
 
-from core.contracts.errors import KeelError
+from core.contracts.errors import ErrorClass, KeelError
 from core.contracts.types import Scope, Usage
 
 MONEY_PLACES = Decimal("0.000001")
@@ -32,6 +32,9 @@ MONEY_PLACES = Decimal("0.000001")
 
 class MeterExceeded(KeelError):
     """A ceiling was crossed (run budget or tenant quota); ``reason`` says which and by how much."""
+
+    # Retrying a call the meter refused can only be refused again.
+    error_class: ErrorClass = ErrorClass.PERMANENT
 
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
@@ -77,9 +80,7 @@ class Meter(Protocol):
 class Budget:
     """One run's ceiling: ``max_cost_usd`` (Decimal) and ``max_calls``; either may be unlimited."""
 
-    def __init__(
-        self, max_cost_usd: Decimal | int | str | None = None, max_calls: int | None = None
-    ) -> None:
+    def __init__(self, max_cost_usd: Decimal | int | str | None = None, max_calls: int | None = None) -> None:
         self.max_cost_usd = _ceiling(max_cost_usd, "max_cost_usd")
         self.max_calls = _count_ceiling(max_calls, "max_calls")
         self.calls = 0

@@ -10,7 +10,7 @@ that ended it, if any.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -34,11 +34,11 @@ class RecordingSpan:
     error: BaseException | None = None
     owner: object = field(default=None, repr=False)
 
-    def set(self, key: str, value: Any) -> None:
+    def set_attribute(self, key: str, value: Any) -> None:
         self.attrs[key] = value
 
-    def add_event(self, name: str, **fields: Any) -> None:
-        self.events.append((name, dict(fields)))
+    def add_event(self, name: str, attrs: Mapping[str, Any] | None = None) -> None:
+        self.events.append((name, dict(attrs or {})))
 
 
 class RecordingTracer:
@@ -49,22 +49,30 @@ class RecordingTracer:
         self._exporter = exporter
 
     @contextmanager
-    def span(self, name: str, kind: str, **attrs: Any) -> Iterator[RecordingSpan]:
+    def span(
+        self, name: str, kind: str = "internal", attrs: Mapping[str, Any] | None = None
+    ) -> Iterator[RecordingSpan]:
         parent = _current.get()
         if parent is not None and not self._owns(parent):
             parent = None
         span = RecordingSpan(
-            name, kind, dict(attrs), parent=parent, span_id=f"span-{next(_ids)}", owner=self
+            name, kind, dict(attrs or {}), parent=parent, span_id=f"span-{next(_ids)}", owner=self
         )
         self.spans.append(span)
         token = _current.set(span)
         try:
             yield span
+        except GeneratorExit:
+            raise  # the consumer stopped iterating; nothing failed
         except BaseException as exc:
             span.error = exc
             raise
         finally:
-            _current.reset(token)
+            try:
+                _current.reset(token)
+            except ValueError:
+                # Closed from another context (an async generator finalised elsewhere).
+                _current.set(parent)
             span.ended = True
             if self._exporter is not None:
                 self._exporter(span)
@@ -73,10 +81,10 @@ class RecordingTracer:
         span = _current.get()
         return span.span_id if span is not None and self._owns(span) else None
 
-    def add_event_to_current_span(self, name: str, **fields: Any) -> None:
+    def add_event_to_current_span(self, name: str, attrs: Mapping[str, Any] | None = None) -> None:
         span = _current.get()
         if span is not None and self._owns(span):
-            span.add_event(name, **fields)
+            span.add_event(name, attrs)
 
     def by_name(self, name: str) -> list[RecordingSpan]:
         """The recorded spans called ``name``, in opening order."""

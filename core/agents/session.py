@@ -1,0 +1,134 @@
+"""``AgentRun``: the state of one agent run, shared by the ``Agent`` and its cognition.
+
+A cognition decides *what* to do next (call the model again, run a tool, stop); ``AgentRun`` does
+the mechanics every cognition needs the same way: one model step through ``ctx.invoker.stream``
+(compacting the transcript first when the agent has a compactor, forwarding token events with typed
+partials, accumulating usage), and building the final or stopped ``AgentResult``. Because the state
+lives here rather than inside the cognition, the ``Agent`` can still report the transcript, usage and
+last text when a budget or a cancellation cuts the cognition off mid-step.
+
+``ctx.check_cancelled()`` runs before every model step: that is the safe point where a cancelled
+run stops without spending another call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+from core.agents.output import OutputSpec
+from core.agents.result import AgentResult, StopReason
+from core.contracts.errors import KeelError
+from core.contracts.types import (
+    ChatRequest,
+    Delta,
+    LLMResult,
+    Message,
+    StreamEvent,
+    StreamEventKind,
+    ToolSchema,
+    Usage,
+    assemble_deltas,
+)
+
+if TYPE_CHECKING:
+    from core.agents.agent import Agent
+
+__all__ = ["AgentRun", "InvokerMissing"]
+
+
+class InvokerMissing(KeelError, AttributeError):
+    """The run's context has no invoker, so the agent cannot call a model.
+
+    Also an ``AttributeError``: reaching for ``ctx.invoker`` and finding nothing is what it is.
+    """
+
+
+class AgentRun:
+    """One run in progress: the agent, the context, the transcript and what has been spent."""
+
+    def __init__(self, agent: Agent, task: str, ctx: Any, messages: list[Message]) -> None:
+        self.agent = agent
+        self.task = task
+        self.ctx = ctx
+        self.messages = messages
+        self.usage = Usage()
+        self.model_calls = 0
+        self.last: LLMResult | None = None
+        self.last_text = ""
+        self._output = OutputSpec(agent.output_type) if agent.output_type is not None else None
+
+    async def model_step(self, tools: Sequence[ToolSchema] | None = None) -> AsyncIterator[StreamEvent]:
+        """Call the model once on the transcript; yields token events, leaves the result in ``last``."""
+        ctx = self.ctx
+        ctx.check_cancelled()
+        invoker = ctx.invoker
+        if invoker is None:
+            raise InvokerMissing(
+                f"agent {self.agent.name!r}: ctx.invoker is None, so there is no model to call "
+                "(in a test, build the context with make_test_ctx(llm=...))"
+            )
+        agent = self.agent
+        if agent.compactor is not None:
+            self.messages = list(await agent.compactor.compact(self.messages, ctx))
+        request = ChatRequest(
+            messages=self.messages,
+            model=agent.model,
+            tools=tools,
+            response_format=self._output.response_format() if self._output is not None else None,
+            temperature=agent.temperature,
+            max_tokens=agent.max_tokens,
+        )
+        output = self._output
+        if output is not None:
+            output.reset()
+        deltas: list[Delta] = []
+        text = ""
+        try:
+            async for delta in invoker.stream(request, ctx):
+                deltas.append(delta)
+                if delta.text:
+                    text += delta.text
+                    partial = output.partial(text) if output is not None else None
+                    yield StreamEvent(StreamEventKind.MESSAGE_DELTA, text=delta.text, partial_output=partial)
+        finally:
+            # Recorded even when the step ends in an exception (a meter crossed after the answer
+            # arrived), so a stopped result still reports the text and the spend.
+            if deltas:
+                result = assemble_deltas(deltas)
+                self.last = result
+                self.last_text = result.content
+                self.usage = self.usage + result.usage
+                self.model_calls += 1
+
+    def finish(self, content: str) -> StreamEvent:
+        """The final event for ``content``, parsed when the agent declared an output type."""
+        if self._output is None:
+            return self._final(
+                AgentResult(content, self.usage, messages=self.messages, model_calls=self.model_calls)
+            )
+        try:
+            parsed = self._output.parse(content)
+        except (ValueError, TypeError) as exc:
+            return self.stopped(StopReason.INVALID_OUTPUT, f"{type(exc).__name__}: {exc}", output=content)
+        return self._final(
+            AgentResult(
+                content, self.usage, parsed=parsed, messages=self.messages, model_calls=self.model_calls
+            )
+        )
+
+    def stopped(self, reason: StopReason, error: str, *, output: str | None = None) -> StreamEvent:
+        """The final event of a run that ended without a usable answer."""
+        return self._final(
+            AgentResult(
+                self.last_text if output is None else output,
+                self.usage,
+                reason=reason,
+                error=error,
+                messages=self.messages,
+                model_calls=self.model_calls,
+            )
+        )
+
+    def _final(self, result: AgentResult) -> StreamEvent:
+        return StreamEvent(StreamEventKind.FINAL, text=result.output, result=result, usage=result.usage)
