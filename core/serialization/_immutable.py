@@ -61,7 +61,7 @@ class FrozenDict(dict[_K, _V]):
     def __new__(cls, *args: Any, **kwargs: Any) -> FrozenDict[_K, _V]:
         self = _new_dict(cls)
         _dict_update(self, *args, **kwargs)
-        for key, value in _dict_items(self):
+        for key, value in list(_dict_items(self)):
             if type(value) not in _ATOMIC:
                 _dict_setitem(self, key, deep_freeze(value))
         return self
@@ -129,7 +129,10 @@ class FrozenList(list[_T]):
 
     def __new__(cls, iterable: Iterable[_T] = (), /) -> FrozenList[_T]:
         self = _new_list(cls)
-        _list_extend(self, [item if type(item) in _ATOMIC else deep_freeze(item) for item in iterable])
+        _list_extend(self, iterable)
+        for index, item in enumerate(self):
+            if type(item) not in _ATOMIC:
+                _list_setitem(self, index, deep_freeze(item))
         return self
 
     def __init__(self, iterable: Iterable[_T] = (), /) -> None:
@@ -194,6 +197,7 @@ _dict_setitem = dict.__setitem__
 _dict_items = dict.items
 _new_list = list.__new__
 _list_extend = list.extend
+_list_setitem = list.__setitem__
 
 # Values returned by deep_freeze unchanged without further inspection: immutable scalars and
 # containers that are frozen by construction.
@@ -202,17 +206,41 @@ _ATOMIC: frozenset[type] = frozenset(
 )
 
 
+# Both builders copy the source in one C-level call, then replace only the values that are not
+# atomic: JSON payloads are mostly scalars, so most items cost one type check and no allocation.
+
+
 def _freeze_dict(value: Mapping[Any, Any]) -> FrozenDict[Any, Any]:
     result: FrozenDict[Any, Any] = _new_dict(FrozenDict)
+    _dict_update(result, value)
     atomic = _ATOMIC
-    _dict_update(result, {k: (v if type(v) in atomic else deep_freeze(v)) for k, v in value.items()})
+    for key, item in value.items():
+        kind = type(item)
+        if kind in atomic:
+            continue
+        if kind is dict:
+            _dict_setitem(result, key, _freeze_dict(item))
+        elif kind is list:
+            _dict_setitem(result, key, _freeze_list(item))
+        else:
+            _dict_setitem(result, key, deep_freeze(item))
     return result
 
 
 def _freeze_list(value: Iterable[Any]) -> FrozenList[Any]:
     result: FrozenList[Any] = _new_list(FrozenList)
+    _list_extend(result, value)
     atomic = _ATOMIC
-    _list_extend(result, [item if type(item) in atomic else deep_freeze(item) for item in value])
+    for index, item in enumerate(result):
+        kind = type(item)
+        if kind in atomic:
+            continue
+        if kind is dict:
+            _list_setitem(result, index, _freeze_dict(item))
+        elif kind is list:
+            _list_setitem(result, index, _freeze_list(item))
+        else:
+            _list_setitem(result, index, deep_freeze(item))
     return result
 
 
@@ -259,7 +287,7 @@ def freeze_mapping(value: Mapping[_K, _V]) -> FrozenDict[_K, _V]:
     """Freeze a mapping field: always a :class:`FrozenDict`, whatever mapping came in."""
     if type(value) is FrozenDict:
         return value
-    if isinstance(value, Mapping):
+    if type(value) is dict or isinstance(value, Mapping):
         return _freeze_dict(value)
     raise TypeError(f"expected a mapping, got {type(value).__name__}")
 
@@ -271,6 +299,8 @@ def freeze_sequence(value: Iterable[_T]) -> FrozenList[_T]:
     """
     if type(value) is FrozenList:
         return value
+    if type(value) is list or type(value) is tuple:
+        return _freeze_list(value)
     if isinstance(value, (str, bytes, bytearray, Mapping)) or not isinstance(value, Iterable):
         raise TypeError(f"expected a sequence, got {type(value).__name__}")
     return _freeze_list(value)
