@@ -6,7 +6,8 @@ as a wiring check (it checks that the methods exist, not their signatures). The 
 port speaks in (``Checkpoint``, ``SearchHit``, ``FetchResponse``, ``Chunk``, ``VectorHit``,
 ``Observation``) live here beside it, frozen like every kernel value.
 
-Choices made here (each is tested):
+Choices made here (the value types' are tested beside them; the behaviour a ``StorePort`` or
+``CheckpointPort`` promises is for every backend's parity suite to test):
 
 * ``LLMPort`` takes the request's fields as keyword arguments, so
   ``await llm.chat(messages=[...], model="m")`` is a complete call. ``stream()`` is the

@@ -107,6 +107,11 @@ class FrozenDict(dict[_K, _V]):
     def setdefault(self, *args: Any, **kwargs: Any) -> NoReturn:
         _refuse(self, "setdefault()")
 
+    @classmethod
+    def fromkeys(cls, iterable: Iterable[Any], value: Any = None, /) -> FrozenDict[Any, Any]:
+        # dict.fromkeys fills a subclass through __setitem__, which refuses; build it whole instead.
+        return cls((key, value) for key in iterable)
+
     def __reduce__(self) -> tuple[Any, ...]:
         # The default dict-subclass pickling restores items through __setitem__, which refuses;
         # rebuild through the constructor from a plain copy instead.

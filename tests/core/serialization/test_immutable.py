@@ -195,6 +195,9 @@ def test_constructors_accept_every_dict_and_list_form_and_freeze_deeply() -> Non
     assert FrozenList(x for x in ([1], {"a": 2})) == [[1], {"a": 2}]
     assert all(type(item) in (FrozenList, FrozenDict) for item in FrozenList([[1], {"a": 2}]))
     assert FrozenDict() == {} and FrozenList() == []
+    from_keys = FrozenDict.fromkeys(["a", "b"], [1])
+    assert from_keys == {"a": [1], "b": [1]} and type(from_keys) is FrozenDict
+    assert type(from_keys["a"]) is FrozenList
 
 
 def test_re_running_init_does_not_refill_a_frozen_container() -> None:
