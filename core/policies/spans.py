@@ -3,10 +3,11 @@
 Span names and attribute keys follow the OpenTelemetry GenAI conventions so a tracing adapter can
 export them untranslated, while ``core`` stays free of OpenTelemetry:
 
-* a chat call opens ``("chat", "chat")`` with ``gen_ai.operation.name`` and
-  ``gen_ai.request.model``; when the stream ends it sets ``gen_ai.response.model``,
-  ``gen_ai.response.finish_reasons``, ``gen_ai.usage.input_tokens`` / ``output_tokens``, and
-  ``keel.response.tool_calls`` (how many tool calls the answer asked for);
+* a chat call opens ``("chat", "chat")`` with ``gen_ai.operation.name``,
+  ``gen_ai.request.model`` and, when tools are offered, ``keel.request.tools`` (their names);
+  when the stream ends it sets ``gen_ai.response.model``, ``gen_ai.response.finish_reasons``,
+  ``gen_ai.usage.input_tokens`` / ``output_tokens``, and ``keel.response.tool_calls`` (how many
+  tool calls the answer asked for);
 * a tool run opens ``("execute_tool", "execute_tool")`` with ``gen_ai.operation.name`` and
   ``gen_ai.tool.name``.
 
@@ -32,13 +33,15 @@ def tracing() -> Middleware:
         request = call.request
         trace = call.ctx.trace
         if isinstance(request, ToolRequest):
-            attrs = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": request.name}
-            with trace.span("execute_tool", "execute_tool", attrs):
+            tool_attrs = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": request.name}
+            with trace.span("execute_tool", "execute_tool", tool_attrs):
                 async for item in nxt(call):
                     yield item
             return
         model = request.model if isinstance(request, ChatRequest) else ""
-        attrs = {"gen_ai.operation.name": "chat", "gen_ai.request.model": model}
+        attrs: dict[str, Any] = {"gen_ai.operation.name": "chat", "gen_ai.request.model": model}
+        if isinstance(request, ChatRequest) and request.tools is not None:
+            attrs["keel.request.tools"] = [tool.name for tool in request.tools]
         with trace.span("chat", "chat", attrs) as span:
             deltas: list[Delta] = []
             async for delta in nxt(call):
