@@ -20,7 +20,7 @@ Choices made where the specification leaves room:
   :class:`ErrorClass` or its string value). That is how an adapter in ``tools/`` makes its client's
   errors classifiable without ``core`` importing the client. A declaration beats every other rule.
 * HTTP statuses are read duck-typed from ``status_code``, ``status`` or ``response.status_code``:
-  408, 429 and every 5xx are transient; every other 4xx is permanent; anything else says nothing.
+  408, 429 and every 5xx are transient; every other 4xx is permanent; any other status is ignored.
 * An exception group is transient only when every member is, permanent when any member is, and
   unknown otherwise: retrying a batch helps only when every part of it was a flake.
 * :class:`StoreValueError` and :class:`ToolArgumentError` declare ``permanent``: repeating the same
@@ -155,12 +155,14 @@ def _http_status(exc: BaseException) -> int | None:
     return None
 
 
-def _class_of_status(status: int) -> ErrorClass:
+def _class_of_status(status: int | None) -> ErrorClass | None:
+    if status is None:
+        return None
     if status in _TRANSIENT_STATUSES or 500 <= status <= 599:
         return ErrorClass.TRANSIENT
     if 400 <= status <= 499:
         return ErrorClass.PERMANENT
-    return ErrorClass.UNKNOWN
+    return None  # an informational, success or redirect status says nothing about retrying
 
 
 def _class_of_group(group: BaseExceptionGroup[BaseException]) -> ErrorClass:
@@ -182,9 +184,9 @@ def classify(exc: BaseException) -> ErrorClass:
     declared = _declared_class(exc)
     if declared is not None:
         return declared
-    status = _http_status(exc)
-    if status is not None:
-        return _class_of_status(status)
+    by_status = _class_of_status(_http_status(exc))
+    if by_status is not None:
+        return by_status
     if isinstance(exc, BaseExceptionGroup):
         return _class_of_group(exc)
     if isinstance(exc, TimeoutError | ConnectionError):

@@ -142,7 +142,10 @@ async def _fan_out(
         if not settled.done() and (remaining == 0 or (stop_on_failure and failed)):
             settled.set_result(None)
 
-    tasks = [loop.create_task(_run_slot(aw, semaphore)) for aw in awaitables]
+    tasks = [
+        loop.create_task(_run_slot(aw, semaphore), name=f"fan-out {_slot_name(index)}")
+        for index, aw in enumerate(awaitables)
+    ]
     for task in tasks:
         task.add_done_callback(on_done)
     try:

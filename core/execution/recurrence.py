@@ -21,7 +21,8 @@ What the run hands back, chosen where the specification leaves room:
   :class:`RecurrenceResult` in both modes (``stop_reason`` tells them apart): running out of the
   backstop is not being stuck.
 * An exception raised by ``attempt`` or ``fingerprint`` propagates at once: failing to complete is
-  :func:`~core.execution.resilience.run_with_resilience`'s business, not this loop's.
+  :func:`~core.execution.resilience.run_with_resilience`'s business, not this loop's. So does the
+  ``ValueError`` ``stable_hash`` raises for a signature that contains itself.
 * The history keeps a ``deep_freeze`` copy of each signature, so a dict or list that ``fingerprint``
   returned and someone later edits cannot rewrite what later attempts are compared against.
 """
@@ -29,7 +30,7 @@ What the run hands back, chosen where the specification leaves room:
 from __future__ import annotations
 
 import enum
-from collections.abc import Awaitable, Callable, Hashable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
@@ -99,9 +100,7 @@ class RecurrenceResult(Generic[T]):
         return self.stop_reason is StopReason.SUCCEEDED
 
 
-def _earlier_match(
-    history: dict[Hashable, list[tuple[int, object]]], key: Hashable, signature: object
-) -> int | None:
+def _earlier_match(history: dict[str, list[tuple[int, object]]], key: str, signature: object) -> int | None:
     for attempt, earlier in history.get(key, ()):
         if earlier is signature or earlier == signature:
             return attempt
@@ -119,7 +118,7 @@ async def attempt_until_stuck(
     action = RepeatAction(on_repeat)
     if max_attempts < 1:
         raise ValueError(f"max_attempts must be >= 1, not {max_attempts!r}")
-    history: dict[Hashable, list[tuple[int, object]]] = {}
+    history: dict[str, list[tuple[int, object]]] = {}
     outcome: T
     signature: object = None
     for number in range(1, max_attempts + 1):

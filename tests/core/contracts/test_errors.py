@@ -188,6 +188,13 @@ def test_classify_table(exc: BaseException, expected: ErrorClass) -> None:
     assert classify(exc) is expected
 
 
+def test_a_status_that_is_not_an_error_leaves_the_other_rules_to_decide() -> None:
+    class TimedOutAfterRedirect(TimeoutError):
+        status_code = 302
+
+    assert classify(TimedOutAfterRedirect()) is ErrorClass.TRANSIENT
+
+
 def test_classify_reads_status_attributes_that_are_real_http_statuses_only() -> None:
     class StatusIsText(Exception):
         status = "failed"
