@@ -77,8 +77,14 @@ class AuthTool(BaseTool):
 
     # -- tokens ---------------------------------------------------------------------------------
 
-    def is_configured(self) -> bool:
-        """Whether tokens can be checked (setup succeeded); False when auth is OFF or DEAD."""
+    @property
+    def configured(self) -> bool:
+        """Whether tokens can be checked (setup succeeded); False when auth is OFF or DEAD.
+
+        A property, not a method: the ToolProxy hands attributes through without bookkeeping, while
+        a successful *method* call on a DEAD tool would mark it OK ("Recovered") — asking whether
+        auth works must not make a misconfigured auth look healthy.
+        """
         return self._codec is not None
 
     def create_token(

@@ -155,7 +155,7 @@ async def test_registered_claims_cannot_be_smuggled_in(auth: AuthTool) -> None:
 async def test_an_unconfigured_tool_answers_503(monkeypatch: pytest.MonkeyPatch) -> None:
     clear_auth_env(monkeypatch)
     tool = AuthTool()
-    assert not tool.is_configured()
+    assert not tool.configured
     with pytest.raises(ServiceUnavailableError, match="not configured"):
         tool.verify_token("x")
     with pytest.raises(ServiceUnavailableError):
