@@ -1,0 +1,187 @@
+"""``POST /users/login``: exchange a username and password for a bearer token, with brute-force limits.
+
+Failed logins are limited per account and per client address in a sliding window: after
+``LOGIN_MAX_FAILURES`` failures for one username (default 5) or ``LOGIN_MAX_FAILURES_PER_ADDRESS``
+from one address (default 20) within ``LOGIN_FAILURE_WINDOW_SECONDS`` (default 900), further
+attempts answer 429 with ``Retry-After`` — even with the right password, or the limit would only
+slow a guesser down — until the oldest failure leaves the window. The per-address limit is higher
+because many people can share one address.
+
+Choices made here:
+
+* Each attempt counts as a failure *before* the password is checked and is forgiven on success, so
+  twenty parallel guesses cannot all slip in while the first hashes are still being computed.
+* A success clears the account's failures but only forgives its own attempt at the address: an
+  attacker who owns one account cannot reset the address limit by logging into it.
+* An unknown username costs the same password check (against a throwaway hash) and gives the same
+  401 as a wrong password, so response times and messages do not reveal which accounts exist.
+* A stored hash made with older cost parameters is replaced on a successful login (the auth tool's
+  ``needs_rehash``), so raising the cost upgrades accounts as people sign in.
+* The counters live in this process (bounded to ``MAX_TRACKED_KEYS`` keys each, oldest evicted):
+  several processes behind a load balancer each keep their own, so the effective limit is the
+  per-process limit times the number of processes. Behind a reverse proxy every client has the
+  proxy's address unless the http tool is told to trust forwarded headers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import os
+import secrets
+import time
+from collections import OrderedDict, deque
+from collections.abc import Callable
+from typing import Any
+
+from core import BasePlugin, RequestError, UnauthorizedError
+from core.errors import ErrorKind
+from domains.users.models.user import LoginRequest, TokenOut
+
+MAX_TRACKED_KEYS = 100_000
+UNKNOWN_ADDRESS = "unknown"
+
+
+class TooManyLoginAttempts(RequestError):
+    """429: too many failed logins; ``Retry-After`` says when to try again."""
+
+    status_code = 429
+    kind = ErrorKind.BAD_REQUEST
+
+    def __init__(self, retry_after: float) -> None:
+        seconds = max(1, math.ceil(retry_after))
+        super().__init__(f"too many failed logins; try again in {seconds} seconds")
+        self.headers = {"Retry-After": str(seconds)}
+
+
+class LoginThrottle:
+    """Failure timestamps per key in a sliding window of ``window`` seconds, at most ``limit`` each."""
+
+    def __init__(
+        self,
+        limit: int,
+        window: float,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        max_keys: int = MAX_TRACKED_KEYS,
+    ) -> None:
+        if limit < 1 or window <= 0:
+            raise ValueError(f"a login throttle needs limit >= 1 and window > 0, got {limit} and {window}")
+        self.limit = limit
+        self.window = window
+        self._clock = clock
+        self._max_keys = max_keys
+        self._failures: OrderedDict[str, deque[float]] = OrderedDict()
+
+    def retry_after(self, key: str) -> float | None:
+        """Seconds until ``key`` may try again, or ``None`` when it may try now."""
+        failures = self._current(key)
+        if failures is None or len(failures) < self.limit:
+            return None
+        return failures[-self.limit] + self.window - self._clock()
+
+    def record_failure(self, key: str) -> None:
+        failures = self._current(key)
+        if failures is None:
+            failures = self._failures[key] = deque()
+        failures.append(self._clock())
+        self._failures.move_to_end(key)
+        while len(self._failures) > self._max_keys:
+            self._failures.popitem(last=False)
+
+    def forgive_one(self, key: str) -> None:
+        """Take back the most recent failure of ``key`` (an attempt that turned out to succeed)."""
+        failures = self._failures.get(key)
+        if failures:
+            failures.pop()
+            if not failures:
+                del self._failures[key]
+
+    def reset(self, key: str) -> None:
+        self._failures.pop(key, None)
+
+    def _current(self, key: str) -> deque[float] | None:
+        failures = self._failures.get(key)
+        if failures is None:
+            return None
+        horizon = self._clock() - self.window
+        while failures and failures[0] <= horizon:
+            failures.popleft()
+        if not failures:
+            del self._failures[key]
+            return None
+        return failures
+
+
+class LoginUser(BasePlugin):
+    """Issues bearer tokens for valid credentials."""
+
+    def __init__(self, http: Any, db: Any, auth: Any) -> None:
+        self.http = http
+        self.db = db
+        self.auth = auth
+        window = _env_number("LOGIN_FAILURE_WINDOW_SECONDS", 900)
+        self.accounts = LoginThrottle(int(_env_number("LOGIN_MAX_FAILURES", 5)), window)
+        self.addresses = LoginThrottle(int(_env_number("LOGIN_MAX_FAILURES_PER_ADDRESS", 20)), window)
+        self._decoy_hash: str | None = None
+        self._decoy_lock = asyncio.Lock()
+
+    async def on_boot(self) -> None:
+        self.http.add_endpoint(
+            "/users/login",
+            "POST",
+            self.login,
+            request_model=LoginRequest,
+            response_model=TokenOut,
+            tags=["users"],
+        )
+
+    async def login(self, data: dict[str, Any], context: dict[str, Any]) -> TokenOut:
+        username = data["username"].lower()
+        address = context.get("client") or UNKNOWN_ADDRESS
+        waits = [w for w in (self.accounts.retry_after(username), self.addresses.retry_after(address)) if w]
+        if waits:
+            raise TooManyLoginAttempts(max(waits))
+        self.accounts.record_failure(username)
+        self.addresses.record_failure(address)
+        row = await self.db.query_one(
+            "SELECT id, username, password_hash, roles FROM users WHERE username = $1", [username]
+        )
+        stored = row["password_hash"] if row is not None else await self._decoy()
+        if not await self.auth.averify_password(data["password"], stored) or row is None:
+            raise _bad_credentials()
+        self.accounts.reset(username)
+        self.addresses.forgive_one(address)
+        if self.auth.needs_rehash(stored):
+            fresh = await self.auth.ahash_password(data["password"])
+            await self.db.execute("UPDATE users SET password_hash = $1 WHERE id = $2", [fresh, row["id"]])
+        token = self.auth.create_token(
+            row["id"], {"username": row["username"], "roles": str(row["roles"]).split()}
+        )
+        claims = self.auth.verify_token(token)
+        return TokenOut(access_token=token, expires_in=int(claims["exp"]) - int(claims["iat"]))
+
+    async def _decoy(self) -> str:
+        async with self._decoy_lock:
+            if self._decoy_hash is None:
+                self._decoy_hash = await self.auth.ahash_password(secrets.token_urlsafe(32))
+            return self._decoy_hash
+
+
+def _bad_credentials() -> UnauthorizedError:
+    error = UnauthorizedError("invalid username or password")
+    error.headers = {"WWW-Authenticate": "Bearer"}  # type: ignore[attr-defined]
+    return error
+
+
+def _env_number(name: str, default: float) -> float:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ValueError(f"{name} must be a number, got {raw!r}") from None
+    if value <= 0:
+        raise ValueError(f"{name} must be positive, got {raw!r}")
+    return value
