@@ -1,0 +1,261 @@
+"""The PostgreSQL engine of the ``db`` tool: an asyncpg pool with task-bound transactions.
+
+Outside a transaction each call borrows a pooled connection for one statement. ``transaction()``
+borrows one connection for the whole block and binds it to the task that opened the block: calls
+from that task run on it (nested blocks are SAVEPOINTs), calls from any other task — including a
+task spawned inside the block — borrow their own connection and do not see its uncommitted rows.
+
+The same rules as the SQLite engine hold, so a plugin behaves identically on both:
+
+- a failed statement poisons its block (PostgreSQL itself aborts the transaction); the block
+  rolls back when it exits, and exiting it normally raises ``kind="transaction_aborted"`` instead
+  of letting ``COMMIT`` silently turn into a rollback;
+- a failing ``COMMIT`` (a deferred constraint) raises to the caller; PostgreSQL has already ended
+  the transaction, and the connection goes back to the pool clean;
+- ``execute`` returns the affected row count, parsed from the command tag (``INSERT 0 3`` -> 3).
+
+Nothing is retried here: a statement whose connection dropped may or may not have run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+import asyncpg
+
+from .errors import DatabaseError, DatabaseUnavailableError, DbErrorKind, transaction_aborted
+from .placeholders import check_params, prepare
+from .postgres_errors import translate
+from .sqltext import Dialect
+
+log = logging.getLogger("keel.db")
+
+_current_task = asyncio.current_task
+_POSTGRES = Dialect.POSTGRES
+
+
+class _Frame:
+    """The connection a task's open transaction runs on, and how deep its savepoints go."""
+
+    __slots__ = ("connection", "depth", "failure")
+
+    def __init__(self, connection: Any) -> None:
+        self.connection = connection
+        self.depth = 1
+        self.failure: DatabaseError | None = None
+
+
+class PostgresEngine:
+    """PostgreSQL behind the ``db`` API; see the module docstring."""
+
+    dialect = Dialect.POSTGRES
+
+    def __init__(self, dsn: str, *, pool_min: int, pool_max: int, connect_timeout: float) -> None:
+        self.dsn = dsn
+        self.pool_min = pool_min
+        self.pool_max = pool_max
+        self.connect_timeout = connect_timeout
+        self._pool: Any = None
+        self._frames: dict[asyncio.Task[Any], _Frame] = {}
+
+    def describe(self) -> str:
+        return f"postgresql pool of {self.pool_min}..{self.pool_max} connections"
+
+    async def open(self) -> None:
+        try:
+            self._pool = await asyncpg.create_pool(
+                self.dsn, min_size=self.pool_min, max_size=self.pool_max, timeout=self.connect_timeout
+            )
+        except Exception as exc:
+            error = translate(exc)
+            if error.kind is DbErrorKind.UNAVAILABLE:
+                raise error from exc
+            raise DatabaseUnavailableError(f"cannot connect: {error.detail}") from exc
+
+    async def close(self) -> None:
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            try:
+                await asyncio.wait_for(pool.close(), self.connect_timeout)
+            except (TimeoutError, OSError, asyncpg.PostgresError, asyncpg.InterfaceError):
+                pool.terminate()
+
+    # -- statements --------------------------------------------------------------------------------
+
+    async def execute(self, sql: str, params: Sequence[Any]) -> int:
+        status = await self._run(sql, params, "execute")
+        tail = status.rpartition(" ")[2]
+        return int(tail) if tail.isdigit() else 0
+
+    async def query(self, sql: str, params: Sequence[Any]) -> list[dict[str, Any]]:
+        return [dict(record) for record in await self._run(sql, params, "fetch")]
+
+    async def query_one(self, sql: str, params: Sequence[Any]) -> dict[str, Any] | None:
+        record = await self._run(sql, params, "fetchrow")
+        return None if record is None else dict(record)
+
+    async def scalar(self, sql: str, params: Sequence[Any]) -> Any:
+        return await self._run(sql, params, "fetchval")
+
+    async def executemany(self, sql: str, rows: list[Sequence[Any]]) -> None:
+        prepared = prepare(sql, _POSTGRES)
+        for row in rows:
+            check_params(prepared, row)
+        if rows:  # asyncpg runs the batch atomically when not already inside a transaction
+            await self._call(prepared.text, "executemany", (rows,))
+
+    async def run_script_statement(self, sql: str) -> None:
+        """Run one statement of a migration as written, on the current transaction's connection."""
+        await self._call(sql, "execute", ())
+
+    async def lock_migrations(self) -> None:
+        """Serialise migration transactions of every process on this schema until they commit."""
+        await self._call(
+            "SELECT pg_advisory_xact_lock(hashtext('keel_migrations:' || current_schema()))", "execute", ()
+        )
+
+    async def _run(self, sql: str, params: Sequence[Any], method: str) -> Any:
+        prepared = prepare(sql, _POSTGRES)
+        check_params(prepared, params)
+        return await self._call(prepared.text, method, params)
+
+    async def _call(self, sql: str, method: str, params: Sequence[Any]) -> Any:
+        frame = self._frames.get(_current_task()) if self._frames else None  # type: ignore[arg-type]
+        if frame is not None:
+            if frame.failure is not None:
+                raise transaction_aborted(frame.failure)
+            try:
+                return await getattr(frame.connection, method)(sql, *params)
+            except Exception as exc:
+                error = translate(exc)
+                if error.kind is not DbErrorKind.PARAMETERS:
+                    frame.failure = error
+                raise error from exc
+        pool = self._require_pool()
+        try:
+            async with pool.acquire() as connection:
+                return await getattr(connection, method)(sql, *params)
+        except Exception as exc:
+            raise translate(exc) from exc
+
+    def _require_pool(self) -> Any:
+        if self._pool is None:
+            raise DatabaseUnavailableError("the PostgreSQL pool is closed")
+        return self._pool
+
+    # -- transactions ------------------------------------------------------------------------------
+
+    def transaction(self) -> PostgresTransaction:
+        return PostgresTransaction(self)
+
+    async def health_check(self) -> bool:
+        try:
+            return bool(await self._call("SELECT 1", "fetchval", ()) == 1)
+        except DatabaseError:
+            return False
+
+
+class PostgresTransaction:
+    """``async with engine.transaction():`` — BEGIN on a borrowed connection, or a SAVEPOINT."""
+
+    __slots__ = ("_depth", "_engine", "_task")
+
+    def __init__(self, engine: PostgresEngine) -> None:
+        self._engine = engine
+        self._depth = 0
+        self._task: asyncio.Task[Any] | None = None
+
+    async def __aenter__(self) -> None:
+        engine = self._engine
+        task = _current_task()
+        if task is None:
+            raise DatabaseError(DbErrorKind.MISUSE, "transaction() must be used from inside a task")
+        frame = engine._frames.get(task)
+        if frame is not None:
+            if frame.failure is not None:
+                raise transaction_aborted(frame.failure)
+            depth = frame.depth + 1
+            try:
+                await frame.connection.execute(f"SAVEPOINT keel_{depth}")
+            except Exception as exc:
+                raise translate(exc) from exc
+            frame.depth = self._depth = depth
+            self._task = task
+            return
+        pool = engine._require_pool()
+        try:
+            connection = await pool.acquire()
+        except Exception as exc:
+            raise translate(exc) from exc
+        try:
+            await connection.execute("BEGIN")
+        except BaseException as exc:
+            await pool.release(connection)  # release() resets the connection (rolls back if needed)
+            if isinstance(exc, Exception):
+                raise translate(exc) from exc
+            raise
+        engine._frames[task] = _Frame(connection)
+        self._depth = 1
+        self._task = task
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: Any
+    ) -> None:
+        engine = self._engine
+        frame = engine._frames.get(self._task) if self._task is not None else None
+        if frame is None:  # __aenter__ did not complete, so there is nothing to end
+            return
+        failure = frame.failure
+        commit = exc_type is None and failure is None
+        connection = frame.connection
+        error: DatabaseError | None = None
+        try:
+            if self._depth == 1:
+                status = await connection.execute("COMMIT" if commit else "ROLLBACK")
+                if commit and status == "ROLLBACK":  # PostgreSQL's answer to COMMIT in an aborted block
+                    error = DatabaseError(DbErrorKind.TRANSACTION_ABORTED, "COMMIT was turned into ROLLBACK")
+            elif commit:
+                await _release(connection, f"keel_{self._depth}")
+            else:
+                await _rollback_to(connection, f"keel_{self._depth}")
+        except Exception as err:
+            error = translate(err)
+            error.__cause__ = err
+        finally:
+            frame.failure = None
+            frame.depth = self._depth - 1
+            if self._depth == 1:
+                engine._frames.pop(self._task, None)  # type: ignore[arg-type]
+                await _give_back(engine._pool, connection)
+        if error is not None and exc_type is None:
+            raise error
+        if failure is not None and exc_type is None:
+            raise transaction_aborted(failure)
+
+
+async def _give_back(pool: Any, connection: Any) -> None:
+    """Return a transaction's connection; the pool resets it (rolling back anything left open)."""
+    if pool is None:
+        connection.terminate()
+        return
+    try:
+        await pool.release(connection)
+    except Exception:
+        log.exception("could not return a connection to the pool; it is dropped")
+        connection.terminate()
+
+
+async def _release(connection: Any, name: str) -> None:
+    try:
+        await connection.execute(f"RELEASE SAVEPOINT {name}")
+    except Exception:
+        await _rollback_to(connection, name)
+        raise
+
+
+async def _rollback_to(connection: Any, name: str) -> None:
+    await connection.execute(f"ROLLBACK TO SAVEPOINT {name}")
+    await connection.execute(f"RELEASE SAVEPOINT {name}")

@@ -1,0 +1,396 @@
+"""The SQLite engine of the ``db`` tool: one writer connection, a few readers, task-bound transactions.
+
+How it keeps concurrent tasks apart:
+
+- **One writer.** Every write and every transaction runs on the writer connection, one holder at a
+  time (:class:`~tools.db.write_lock.WriteLock`). A transaction starts with ``BEGIN IMMEDIATE`` so
+  it owns SQLite's write lock from its first statement (a deferred transaction that reads first
+  and writes later can fail with "database is locked" regardless of the busy timeout).
+- **Readers on their own connections.** A read by a task that is not inside a transaction runs on
+  a reader connection (``PRAGMA query_only``), so it sees only committed rows — never another
+  task's half-done transaction. A ``WITH ...`` that turns out to write is refused by the reader
+  before it does anything and re-run on the writer.
+- **Transactions belong to a task.** ``transaction()`` records the task that opened it; a call from
+  that task joins it (nested blocks are SAVEPOINTs), a call from any other task does not — not even
+  from a task spawned inside the block, although context variables are copied into it. That task
+  reads committed data and waits for the write lock like everyone else.
+- **A failed statement poisons its block**, as on PostgreSQL: later statements in the same block
+  raise ``kind="transaction_aborted"`` until the block exits, and the block then rolls back (to its
+  savepoint, when nested). Catching an error inside a block and carrying on therefore behaves the
+  same on both engines; wrap the statement that may fail in a nested ``transaction()`` to recover.
+- **A failing COMMIT or RELEASE** (a deferred foreign key, say) raises to the caller, and the
+  transaction is rolled back in the same job, so the connection is clean for the next holder.
+- **Busy / locked** (another process holds the file lock beyond ``busy_timeout``) is retried up to
+  three times with exponential backoff, but only for statements that cannot have taken effect:
+  ``BEGIN IMMEDIATE``, ``COMMIT``, reads, and single statements outside a transaction.
+
+``:memory:`` databases cannot be shared between connections, so there every call, reads included,
+runs on the writer under the write lock (still no dirty reads, just no read concurrency).
+
+Pragmas: ``journal_mode=WAL``, ``synchronous=NORMAL`` (durable across a process crash; a power
+loss may lose the last commits), ``foreign_keys=ON``, ``busy_timeout`` from ``DB_BUSY_TIMEOUT``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from .errors import DatabaseError, DatabaseUnavailableError, DbErrorKind, transaction_aborted
+from .placeholders import check_params, prepare
+from .sqlite_errors import ENGINE_ERRORS, is_busy, is_read_only, translate
+from .sqlite_worker import SqliteWorker
+from .sqltext import Dialect
+from .write_lock import WriteLock
+
+MEMORY = ":memory:"
+BUSY_RETRIES = 3
+BACKOFF_SECONDS = 0.025
+
+_current_task = asyncio.current_task
+_SQLITE = Dialect.SQLITE
+
+
+class SqliteEngine:
+    """SQLite behind the ``db`` API; see the module docstring for the concurrency rules."""
+
+    dialect = Dialect.SQLITE
+
+    def __init__(self, path: str, *, busy_timeout: float, readers: int) -> None:
+        self.path = path
+        self.busy_timeout = busy_timeout
+        self._reader_count = 0 if path == MEMORY else max(1, readers)
+        self._writer: SqliteWorker | None = None
+        self._readers: list[SqliteWorker] = []
+        self._next_reader = 0
+        self._lock = WriteLock()
+        self._owner: asyncio.Task[Any] | None = None
+        self._depth = 0
+        self._failure: DatabaseError | None = None
+
+    def describe(self) -> str:
+        return f"sqlite {self.path} (WAL, {self._reader_count} readers)"
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+
+    async def open(self) -> None:
+        if self.path != MEMORY:
+            try:
+                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise DatabaseUnavailableError(f"cannot create the folder of {self.path}: {exc}") from exc
+        writer = SqliteWorker("keel-db-writer", lambda: self._connect(read_only=False))
+        await self._start(writer)
+        self._writer = writer
+        for index in range(self._reader_count):
+            reader = SqliteWorker(f"keel-db-reader-{index}", lambda: self._connect(read_only=True))
+            await self._start(reader)
+            self._readers.append(reader)
+
+    async def _start(self, worker: SqliteWorker) -> None:
+        try:
+            await worker.start()
+        except sqlite3.Error as exc:
+            await self.close()
+            raise DatabaseUnavailableError(f"cannot open {self.path}: {exc}") from exc
+
+    def _connect(self, *, read_only: bool) -> sqlite3.Connection:
+        connection = sqlite3.connect(
+            self.path, isolation_level=None, check_same_thread=False, timeout=self.busy_timeout
+        )
+        try:
+            connection.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
+            if read_only:
+                connection.execute("PRAGMA query_only = ON")
+            else:
+                _with_busy_retry(connection.execute, "PRAGMA journal_mode = WAL")
+            connection.execute("PRAGMA synchronous = NORMAL")
+            connection.execute("PRAGMA foreign_keys = ON")
+        except BaseException:
+            connection.close()
+            raise
+        return connection
+
+    async def close(self) -> None:
+        workers = [w for w in (self._writer, *self._readers) if w is not None]
+        self._writer, self._readers = None, []
+        for worker in workers:
+            await worker.stop()
+
+    # -- statements --------------------------------------------------------------------------------
+
+    async def execute(self, sql: str, params: Sequence[Any]) -> int:
+        return int(await self._run(sql, params, _execute))
+
+    async def query(self, sql: str, params: Sequence[Any]) -> list[dict[str, Any]]:
+        rows: list[dict[str, Any]] = await self._run(sql, params, _query)
+        return rows
+
+    async def query_one(self, sql: str, params: Sequence[Any]) -> dict[str, Any] | None:
+        row: dict[str, Any] | None = await self._run(sql, params, _query_one)
+        return row
+
+    async def scalar(self, sql: str, params: Sequence[Any]) -> Any:
+        return await self._run(sql, params, _scalar)
+
+    async def executemany(self, sql: str, rows: list[Sequence[Any]]) -> None:
+        prepared = prepare(sql, _SQLITE)
+        for row in rows:
+            check_params(prepared, row)
+        owner = self._owner
+        if owner is not None and owner is _current_task():
+            await self._in_transaction(_executemany, prepared.text, rows)
+        else:
+            await self._write(_executemany_atomically, prepared.text, rows)
+
+    async def run_script_statement(self, sql: str) -> None:
+        """Run one statement of a migration as written (no placeholder rewriting)."""
+        await self._in_transaction(_execute, sql, ())
+
+    async def lock_migrations(self) -> None:
+        """Nothing to do: the migration's ``BEGIN IMMEDIATE`` already excludes other writers."""
+
+    async def _run(self, sql: str, params: Sequence[Any], job: Any) -> Any:
+        prepared = prepare(sql, _SQLITE)
+        check_params(prepared, params)
+        owner = self._owner
+        if owner is not None and owner is _current_task():
+            return await self._in_transaction(job, prepared.text, params)
+        if prepared.maybe_read_only and self._readers:
+            return await self._read(job, prepared.text, params)
+        return await self._write(job, prepared.text, params)
+
+    async def _in_transaction(self, job: Any, sql: str, params: Any) -> Any:
+        if self._failure is not None:
+            raise transaction_aborted(self._failure)
+        writer = self._require(self._writer)
+        try:
+            return await writer.submit(job, sql, params)
+        except ENGINE_ERRORS as exc:
+            error = translate(exc)
+            if error.kind is not DbErrorKind.PARAMETERS:
+                self._failure = error
+            raise error from exc
+
+    async def _read(self, job: Any, sql: str, params: Any) -> Any:
+        readers = self._readers
+        index = self._next_reader
+        self._next_reader = (index + 1) % len(readers)
+        try:
+            return await readers[index].submit(_retrying, job, sql, params)
+        except ENGINE_ERRORS as exc:
+            if not is_read_only(exc):
+                raise translate(exc) from exc
+        return await self._write(job, sql, params)  # a WITH ... that writes
+
+    async def _write(self, job: Any, sql: str, params: Any) -> Any:
+        writer = self._require(self._writer)
+        await self._lock.acquire(self.busy_timeout)
+        try:
+            return await writer.submit(_retrying, job, sql, params)
+        except ENGINE_ERRORS as exc:
+            raise translate(exc) from exc
+        finally:
+            # Safe even if we were cancelled mid-statement: the worker runs jobs in order, and a
+            # statement outside a transaction leaves no transaction open behind it.
+            self._lock.release()
+
+    @staticmethod
+    def _require(worker: SqliteWorker | None) -> SqliteWorker:
+        if worker is None:
+            raise DatabaseError(DbErrorKind.UNAVAILABLE, "the SQLite engine is closed")
+        return worker
+
+    # -- transactions ------------------------------------------------------------------------------
+
+    def transaction(self) -> SqliteTransaction:
+        return SqliteTransaction(self)
+
+    async def health_check(self) -> bool:
+        worker = self._readers[0] if self._readers else self._writer
+        if worker is None:
+            return False
+        try:
+            return bool(await worker.submit(_scalar, "SELECT 1", ()) == 1)
+        except sqlite3.Error:
+            return False
+
+
+class SqliteTransaction:
+    """``async with engine.transaction():`` — BEGIN IMMEDIATE, or a SAVEPOINT when nested."""
+
+    __slots__ = ("_depth", "_engine")
+
+    def __init__(self, engine: SqliteEngine) -> None:
+        self._engine = engine
+        self._depth = 0
+
+    async def __aenter__(self) -> None:
+        engine = self._engine
+        writer = engine._require(engine._writer)
+        task = _current_task()
+        if engine._owner is not None and engine._owner is task:
+            if engine._failure is not None:
+                raise transaction_aborted(engine._failure)
+            depth = engine._depth + 1
+            try:
+                await writer.submit(_execute, f"SAVEPOINT keel_{depth}", ())
+            except sqlite3.Error as exc:
+                raise translate(exc) from exc
+            engine._depth = self._depth = depth
+            return
+        await engine._lock.acquire(engine.busy_timeout)
+        try:
+            await writer.submit(_begin)
+        except BaseException as exc:
+            writer.post(_rollback_if_open)  # in case BEGIN ran after we stopped waiting for it
+            engine._lock.release()
+            if isinstance(exc, sqlite3.Error):
+                raise translate(exc) from exc
+            raise
+        engine._owner = task
+        engine._depth = self._depth = 1
+        engine._failure = None
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: Any
+    ) -> None:
+        engine = self._engine
+        writer = engine._require(engine._writer)
+        failure = engine._failure
+        commit = exc_type is None and failure is None
+        error: DatabaseError | None = None
+        try:
+            if self._depth == 1:
+                await writer.submit(_finish, commit)
+            else:
+                await writer.submit(_release if commit else _rollback_to, f"keel_{self._depth}")
+        except sqlite3.Error as err:
+            error = translate(err)
+            error.__cause__ = err
+        finally:
+            engine._failure = None  # the failed block has now been rolled back
+            engine._depth = self._depth - 1
+            if self._depth == 1:
+                engine._owner = None
+                engine._lock.release()
+        if error is not None and exc_type is None:
+            raise error
+        if failure is not None and exc_type is None:
+            raise transaction_aborted(failure)
+
+
+# -- jobs: each runs in the connection's thread and does one whole call -------------------------------
+
+
+def _execute(connection: sqlite3.Connection, sql: str, params: Sequence[Any]) -> int:
+    cursor = connection.execute(sql, params)
+    if cursor.description is not None:
+        return len(cursor.fetchall())  # rows returned (SELECT, RETURNING), as PostgreSQL counts them
+    count = cursor.rowcount
+    return count if count > 0 else 0
+
+
+def _query(connection: sqlite3.Connection, sql: str, params: Sequence[Any]) -> list[dict[str, Any]]:
+    cursor = connection.execute(sql, params)
+    description = cursor.description
+    if description is None:
+        return []
+    names = [column[0] for column in description]
+    return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+
+def _query_one(connection: sqlite3.Connection, sql: str, params: Sequence[Any]) -> dict[str, Any] | None:
+    cursor = connection.execute(sql, params)
+    try:
+        description = cursor.description
+        row = cursor.fetchone() if description is not None else None
+        if row is None:
+            return None
+        return dict(zip([column[0] for column in description], row, strict=True))
+    finally:
+        cursor.close()  # resets the statement, so an unread RETURNING row cannot hold a transaction open
+
+
+def _scalar(connection: sqlite3.Connection, sql: str, params: Sequence[Any]) -> Any:
+    cursor = connection.execute(sql, params)
+    try:
+        row = cursor.fetchone() if cursor.description is not None else None
+        return None if row is None else row[0]
+    finally:
+        cursor.close()
+
+
+def _executemany(connection: sqlite3.Connection, sql: str, rows: list[Sequence[Any]]) -> None:
+    connection.executemany(sql, rows)
+
+
+def _executemany_atomically(connection: sqlite3.Connection, sql: str, rows: list[Sequence[Any]]) -> None:
+    connection.execute("BEGIN IMMEDIATE")
+    try:
+        connection.executemany(sql, rows)
+        connection.execute("COMMIT")
+    except BaseException:
+        _rollback_if_open(connection)
+        raise
+
+
+def _retrying(connection: sqlite3.Connection, job: Any, sql: str, params: Any) -> Any:
+    """Run a statement that cannot have taken effect when it reports busy/locked, retrying that."""
+    for attempt in range(BUSY_RETRIES + 1):
+        try:
+            return job(connection, sql, params)
+        except sqlite3.OperationalError as exc:
+            if connection.in_transaction:  # never leave an implicit transaction behind
+                connection.rollback()
+            if attempt == BUSY_RETRIES or not is_busy(exc):
+                raise
+        time.sleep(BACKOFF_SECONDS * 2**attempt)
+
+
+def _with_busy_retry(statement: Any, sql: str) -> Any:
+    for attempt in range(BUSY_RETRIES + 1):
+        try:
+            return statement(sql)
+        except sqlite3.OperationalError as exc:
+            if attempt == BUSY_RETRIES or not is_busy(exc):
+                raise
+        time.sleep(BACKOFF_SECONDS * 2**attempt)
+
+
+def _begin(connection: sqlite3.Connection) -> None:
+    _with_busy_retry(connection.execute, "BEGIN IMMEDIATE")
+
+
+def _finish(connection: sqlite3.Connection, commit: bool) -> None:
+    """End the outermost transaction; if COMMIT fails, roll back before raising."""
+    if not commit:
+        _rollback_if_open(connection)
+        return
+    try:
+        _with_busy_retry(connection.execute, "COMMIT")
+    except BaseException:
+        _rollback_if_open(connection)
+        raise
+
+
+def _release(connection: sqlite3.Connection, name: str) -> None:
+    try:
+        connection.execute(f"RELEASE {name}")
+    except BaseException:
+        _rollback_to(connection, name)
+        raise
+
+
+def _rollback_to(connection: sqlite3.Connection, name: str) -> None:
+    connection.execute(f"ROLLBACK TO {name}")
+    connection.execute(f"RELEASE {name}")
+
+
+def _rollback_if_open(connection: sqlite3.Connection) -> None:
+    if connection.in_transaction:
+        connection.execute("ROLLBACK")
