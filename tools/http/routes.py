@@ -17,13 +17,14 @@ from typing import Any
 from fastapi import Body, Path
 from fastapi.routing import APIRoute
 from pydantic import BaseModel
+from starlette.convertors import FloatConvertor, IntegerConvertor, UUIDConvertor
 from starlette.responses import JSONResponse, Response
 from starlette.routing import compile_path
 from starlette.types import ASGIApp
 
 from .endpoint import EndpointSpec
 
-_CONVERTOR_TYPES: dict[str, type] = {"int": int, "float": float, "uuid": uuid.UUID}
+_CONVERTOR_TYPES: dict[type, type] = {IntegerConvertor: int, FloatConvertor: float, UUIDConvertor: uuid.UUID}
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 
 
@@ -49,11 +50,7 @@ class EventStream(Response):
 def path_parameters(path: str) -> dict[str, type]:
     """``{name: python type}`` of the ``{name}`` / ``{name:convertor}`` segments of ``path``."""
     _, _, convertors = compile_path(path)
-    return {name: _CONVERTOR_TYPES.get(_convertor_name(c), str) for name, c in convertors.items()}
-
-
-def _convertor_name(convertor: object) -> str:
-    return type(convertor).__name__.removesuffix("Convertor").lower()
+    return {name: _CONVERTOR_TYPES.get(type(c), str) for name, c in convertors.items()}
 
 
 def _doc_endpoint(spec: EndpointSpec) -> Any:

@@ -1,0 +1,210 @@
+"""``GET /system/logs/stream``: every log line of this process, live, as server-sent events.
+
+Each line is one event whose ``id`` is an increasing integer and whose ``data`` is
+``{"id", "level", "message", "timestamp", "identity"}``. The last ``LOG_STREAM_BACKLOG`` lines
+(default 1000) are kept, so a client reconnecting with ``Last-Event-ID: N`` (browsers send it by
+themselves) first receives the kept lines after N. ``?level=WARNING`` keeps lines at or above a
+level. Admin-only once authentication is configured.
+
+A slow client never slows the logger or the other clients: each client has its own queue of
+``LOG_STREAM_CLIENT_QUEUE`` lines (default 1000). When its queue is full, new lines are dropped
+for that client only, and at the point of the gap it receives ``event: dropped`` with data
+``{"dropped": n}``; the same event opens a replay whose first lines had already left the backlog.
+A ``Last-Event-ID`` higher than any id this process issued comes from before a restart: the
+client then gets the whole backlog.
+
+Log sinks run in whatever thread logged; lines from other threads are handed to the event loop
+with ``call_soon_threadsafe``, so the queues are only ever touched on the loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import threading
+from collections import deque
+from collections.abc import AsyncIterator
+from typing import Any
+
+from core import BasePlugin, InvalidInputError
+
+DEFAULT_BACKLOG = 1000
+DEFAULT_CLIENT_QUEUE = 1000
+
+
+class Dropped:
+    """A gap in one client's queue: ``count`` lines were dropped at this point."""
+
+    __slots__ = ("count",)
+
+    def __init__(self, count: int) -> None:
+        self.count = count
+
+
+class LogClient:
+    """One connected client: its bounded queue, its level filter and a wake-up event."""
+
+    def __init__(self, capacity: int, min_level: int) -> None:
+        self.capacity = capacity
+        self.min_level = min_level
+        self.queue: deque[dict[str, Any] | Dropped] = deque()
+        self.wake = asyncio.Event()
+
+    def offer(self, entry: dict[str, Any]) -> None:
+        if entry["levelno"] < self.min_level:
+            return
+        queue = self.queue
+        if len(queue) < self.capacity:
+            queue.append(entry)
+        elif queue and isinstance(queue[-1], Dropped):
+            queue[-1].count += 1
+        else:
+            queue.append(Dropped(1))  # the marker may exceed the capacity by one
+        self.wake.set()
+
+
+class LogBroadcast:
+    """The backlog and the connected clients; used on the event loop thread only."""
+
+    def __init__(self, backlog: int, client_queue: int) -> None:
+        self.backlog: deque[dict[str, Any]] = deque(maxlen=backlog)
+        self.client_queue = client_queue
+        self.clients: set[LogClient] = set()
+        self.last_id = 0
+
+    def publish(self, level: str, message: str, timestamp: str, identity: str | None) -> None:
+        self.last_id += 1
+        entry = {
+            "id": self.last_id,
+            "level": level,
+            "levelno": _levelno(level),
+            "message": message,
+            "timestamp": timestamp,
+            "identity": identity,
+        }
+        self.backlog.append(entry)
+        for client in self.clients:
+            client.offer(entry)
+
+    def subscribe(
+        self, last_event_id: int | None, min_level: int = 0
+    ) -> tuple[LogClient, list[dict[str, Any]], int]:
+        """A new client, the backlog lines it missed, and how many missed lines are gone."""
+        client = LogClient(self.client_queue, min_level)
+        replay: list[dict[str, Any]] = []
+        lost = 0
+        if last_event_id is not None:
+            after = last_event_id if last_event_id <= self.last_id else 0  # newer: from before a restart
+            replay = [e for e in self.backlog if e["id"] > after and e["levelno"] >= min_level]
+            oldest = self.backlog[0]["id"] if self.backlog else self.last_id + 1
+            lost = max(0, oldest - after - 1)
+        self.clients.add(client)
+        return client, replay, lost
+
+    def unsubscribe(self, client: LogClient) -> None:
+        self.clients.discard(client)
+
+
+def as_event(entry: dict[str, Any]) -> dict[str, Any]:
+    data = {key: value for key, value in entry.items() if key != "levelno"}
+    return {"id": str(entry["id"]), "data": data}
+
+
+def dropped_event(count: int) -> dict[str, Any]:
+    return {"event": "dropped", "data": {"dropped": count}}
+
+
+async def client_events(
+    broadcast: LogBroadcast, last_event_id: int | None, min_level: int = 0
+) -> AsyncIterator[dict[str, Any]]:
+    """The events of one client, subscribed from its first step until it goes away."""
+    client, replay, lost = broadcast.subscribe(last_event_id, min_level)
+    try:
+        if lost:
+            yield dropped_event(lost)
+        for entry in replay:
+            yield as_event(entry)
+        queue = client.queue
+        while True:
+            while queue:
+                item = queue.popleft()
+                yield dropped_event(item.count) if isinstance(item, Dropped) else as_event(item)
+            client.wake.clear()
+            await client.wake.wait()
+    finally:
+        broadcast.unsubscribe(client)
+
+
+def _levelno(level: str) -> int:
+    number = logging.getLevelName(level)
+    return number if isinstance(number, int) else 0
+
+
+def _positive_int(name: str, default: int) -> int:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    if not raw.isdigit() or int(raw) < 1:
+        raise ValueError(f"{name} must be a positive whole number, got {raw!r}")
+    return int(raw)
+
+
+def _invalid(field: str, message: str) -> InvalidInputError:
+    error = InvalidInputError(f"{field}: {message}")
+    error.fields = [{"field": field, "location": "query", "message": message}]  # type: ignore[attr-defined]
+    return error
+
+
+class SystemLogsStreamPlugin(BasePlugin):
+    def __init__(self, http: Any, logger: Any) -> None:
+        self.http = http
+        self.logger = logger
+        self.broadcast = LogBroadcast(
+            _positive_int("LOG_STREAM_BACKLOG", DEFAULT_BACKLOG),
+            _positive_int("LOG_STREAM_CLIENT_QUEUE", DEFAULT_CLIENT_QUEUE),
+        )
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread: int | None = None
+
+    async def on_boot(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._loop_thread = threading.get_ident()
+        self.logger.add_sink(self.on_log)
+        self.http.add_sse_endpoint("/system/logs/stream", self.stream, tags=["system"], auth="admin")
+
+    async def on_shutdown(self) -> None:
+        self.logger.remove_sink(self.on_log)
+
+    def on_log(self, level: str, message: str, timestamp: str, identity: str | None) -> None:
+        """The log sink: publish on the loop, handing lines from other threads over to it."""
+        if threading.get_ident() == self._loop_thread:
+            self.broadcast.publish(level, message, timestamp, identity)
+        elif self._loop is not None:
+            try:
+                self._loop.call_soon_threadsafe(self.broadcast.publish, level, message, timestamp, identity)
+            except RuntimeError:
+                pass  # the loop is closed: the process is ending and no client is left to tell
+
+    def stream(self, data: dict[str, Any], context: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+        """Log lines as they are written; ``Last-Event-ID`` replays the missed ones."""
+        last_event_id = _last_event_id(context.get("last_event_id"))
+        min_level = _min_level(data.get("level"))
+        return client_events(self.broadcast, last_event_id, min_level)
+
+
+def _last_event_id(raw: object) -> int | None:
+    if raw is None or raw == "":
+        return None
+    if isinstance(raw, str) and raw.isdigit():
+        return int(raw)
+    raise _invalid("last_event_id", f"must be the id of a log line (a whole number), got {raw!r}")
+
+
+def _min_level(raw: object) -> int:
+    if raw is None:
+        return 0
+    level = logging.getLevelName(raw.upper()) if isinstance(raw, str) else None
+    if not isinstance(level, int):
+        raise _invalid("level", f"must be DEBUG, INFO, WARNING, ERROR or CRITICAL, got {raw!r}")
+    return level

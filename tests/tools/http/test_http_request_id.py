@@ -1,0 +1,61 @@
+"""X-Request-ID: kept when the caller's is sane, generated otherwise, echoed on every response."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+
+from tests.tools.http.http_kit import client, make_http
+from tools.http.request_id import accepted_request_id
+
+
+async def echo(data: dict[str, Any], context: dict[str, Any]) -> str:
+    return str(context["request_id"])
+
+
+async def test_a_caller_id_is_kept_and_echoed(monkeypatch: pytest.MonkeyPatch) -> None:
+    http = await make_http(monkeypatch)
+    http.add_endpoint("/id", "GET", echo)
+    async with client(http) as c:
+        response = await c.get("/id", headers={"X-Request-ID": "gateway-42/a"})
+    assert response.headers["x-request-id"] == "gateway-42/a"
+    assert response.json() == "gateway-42/a"
+
+
+async def test_an_id_is_generated_when_missing(monkeypatch: pytest.MonkeyPatch) -> None:
+    http = await make_http(monkeypatch)
+    http.add_endpoint("/id", "GET", echo)
+    async with client(http) as c:
+        first = await c.get("/id")
+        second = await c.get("/id")
+    assert re.fullmatch(r"[0-9a-f]{32}", first.headers["x-request-id"])
+    assert first.json() == first.headers["x-request-id"]
+    assert first.headers["x-request-id"] != second.headers["x-request-id"]
+
+
+@pytest.mark.parametrize("bad", ["x" * 129, "has space", "tab\there", "caf\u00e9"])
+async def test_an_unacceptable_id_is_replaced(monkeypatch: pytest.MonkeyPatch, bad: str) -> None:
+    http = await make_http(monkeypatch)
+    http.add_endpoint("/id", "GET", echo)
+    async with client(http) as c:
+        response = await c.get("/id", headers=[("X-Request-ID", bad.encode("latin-1"))])
+    assert re.fullmatch(r"[0-9a-f]{32}", response.headers["x-request-id"])
+    assert response.json() == response.headers["x-request-id"]
+
+
+def test_acceptable_ids() -> None:
+    assert accepted_request_id(b"a" * 128) == "a" * 128
+    assert accepted_request_id(b"") is None
+    assert accepted_request_id(b"a" * 129) is None
+    assert accepted_request_id(b"\x00abc") is None
+
+
+async def test_error_responses_carry_the_id_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    http = await make_http(monkeypatch)
+    async with client(http) as c:
+        response = await c.get("/missing", headers={"X-Request-ID": "lost-1"})
+    assert response.status_code == 404
+    assert response.headers["x-request-id"] == "lost-1"
+    assert response.json()["error"]["request_id"] == "lost-1"

@@ -1,0 +1,174 @@
+"""The ``logger`` tool: every log line of the process, attributed to the plugin code that wrote it.
+
+Plugins call ``logger.info("...")``; libraries and Keel itself use the standard ``logging`` module.
+Both end in the same place: ``setup()`` installs one handler on the root logger (removed again by
+``shutdown()``), and every record it sees is handed to each sink as
+``sink(level, message, timestamp, identity)``:
+
+- ``level``: ``DEBUG`` / ``INFO`` / ``WARNING`` / ``ERROR`` / ``CRITICAL``;
+- ``message``: the formatted text, followed by the traceback when the record carries one;
+- ``timestamp``: ISO 8601 in UTC (``2025-01-31T12:00:00.123456+00:00``);
+- ``identity``: ``current_identity_var`` where the line was logged (``<domain>.<Class>.<method>``
+  inside a plugin's handler or hook), ``None`` outside plugin code.
+
+``LOG_LEVEL`` (default ``INFO``) sets the root logger's level. A default sink writes one readable
+line per record to stderr: ``timestamp LEVEL identity: message`` (``-`` when there is no identity).
+
+Sinks run synchronously in the thread that logged (often a worker thread), so they must be quick
+and thread-safe. A sink that raises is reported once on stderr and keeps being called; it never
+breaks the code that logged. A sink that itself logs does not recurse: lines logged from inside
+a sink reach only the stderr sink. ``release_owner`` removes the sinks a plugin added.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import threading
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from core.base_tool import BaseTool
+from core.context import current_identity_var, current_plugin_var
+
+Sink = Callable[[str, str, str, "str | None"], Any]
+
+LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+_PLUGIN_LOGGER = "keel"
+
+
+def stderr_sink(level: str, message: str, timestamp: str, identity: str | None) -> None:
+    """The default sink: ``timestamp LEVEL identity: message`` on stderr."""
+    sys.stderr.write(f"{timestamp} {level:<8} {identity or '-'}: {message}\n")
+
+
+class _SinkHandler(logging.Handler):
+    """The root-logger handler: formats each record once and fans it out to the sinks."""
+
+    def __init__(self, tool: LoggerTool) -> None:
+        super().__init__()
+        self.tool = tool
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            message = record.getMessage()
+        except Exception:  # a bad format string must not take the caller down
+            message = f"{record.msg!r} (unformattable arguments {record.args!r})"
+        if record.exc_info:
+            if not record.exc_text:
+                record.exc_text = self.formatException(record.exc_info)
+        if record.exc_text:
+            message = f"{message}\n{record.exc_text}"
+        if record.stack_info:
+            message = f"{message}\n{record.stack_info}"
+        timestamp = datetime.fromtimestamp(record.created, UTC).isoformat()
+        self.tool._dispatch(record.levelname, message, timestamp, current_identity_var.get())
+
+    def formatException(self, exc_info: Any) -> str:  # noqa: N802 - logging's own name
+        return logging.Formatter().formatException(exc_info)
+
+
+class LoggerTool(BaseTool):
+    """Log lines with levels; sinks receive (level, message, timestamp, identity)."""
+
+    name = "logger"
+
+    def __init__(self) -> None:
+        self._log = logging.getLogger(_PLUGIN_LOGGER)
+        self._sinks: tuple[tuple[Sink, str | None], ...] = ((stderr_sink, None),)
+        self._lock = threading.Lock()
+        self._reported: set[int] = set()
+        self._local = threading.local()
+        self._handler: _SinkHandler | None = None
+        self._previous_level: int | None = None
+
+    async def setup(self) -> None:
+        level = (os.environ.get("LOG_LEVEL", "").strip() or "INFO").upper()
+        if level not in LEVELS:
+            raise ValueError(f"LOG_LEVEL must be one of {', '.join(LEVELS)}, got {level!r}")
+        root = logging.getLogger()
+        self._previous_level = root.level
+        root.setLevel(level)
+        self._handler = _SinkHandler(self)
+        root.addHandler(self._handler)
+
+    async def shutdown(self) -> None:
+        root = logging.getLogger()
+        if self._handler is not None:
+            root.removeHandler(self._handler)
+            self._handler = None
+        if self._previous_level is not None:
+            root.setLevel(self._previous_level)
+            self._previous_level = None
+
+    # -- logging -------------------------------------------------------------------------------
+
+    def debug(self, message: str, *args: Any) -> None:
+        """Log at DEBUG (``%``-style ``args``, as in the ``logging`` module)."""
+        self._log.debug(message, *args)
+
+    def info(self, message: str, *args: Any) -> None:
+        """Log at INFO."""
+        self._log.info(message, *args)
+
+    def warning(self, message: str, *args: Any) -> None:
+        """Log at WARNING."""
+        self._log.warning(message, *args)
+
+    def error(self, message: str, *args: Any) -> None:
+        """Log at ERROR."""
+        self._log.error(message, *args)
+
+    def critical(self, message: str, *args: Any) -> None:
+        """Log at CRITICAL."""
+        self._log.critical(message, *args)
+
+    def exception(self, message: str, *args: Any) -> None:
+        """Log at ERROR with the exception being handled and its traceback."""
+        self._log.error(message, *args, exc_info=True)
+
+    # -- sinks ---------------------------------------------------------------------------------
+
+    def add_sink(self, sink: Sink) -> None:
+        """Call ``sink(level, message, timestamp, identity)`` for every line from now on."""
+        if not callable(sink):
+            raise TypeError(f"a log sink must be callable, got {sink!r}")
+        with self._lock:
+            self._sinks = (*self._sinks, (sink, current_plugin_var.get()))
+
+    def remove_sink(self, sink: Sink) -> None:
+        """Stop calling ``sink`` (no error if it was not added)."""
+        with self._lock:
+            self._sinks = tuple(entry for entry in self._sinks if entry[0] != sink)
+
+    def release_owner(self, owner: str) -> None:
+        with self._lock:
+            self._sinks = tuple(entry for entry in self._sinks if entry[1] != owner)
+
+    def _dispatch(self, level: str, message: str, timestamp: str, identity: str | None) -> None:
+        local = self._local
+        if getattr(local, "dispatching", False):
+            # A sink logged: only stderr gets that line, so a sink can never feed itself.
+            stderr_sink(level, message, timestamp, identity)
+            return
+        local.dispatching = True
+        try:
+            for sink, _ in self._sinks:
+                try:
+                    sink(level, message, timestamp, identity)
+                except Exception as exc:
+                    self._report(sink, exc)
+        finally:
+            local.dispatching = False
+
+    def _report(self, sink: Sink, exc: Exception) -> None:
+        key = id(sink)
+        if key in self._reported:
+            return
+        self._reported.add(key)
+        sys.stderr.write(
+            f"keel logger: sink {sink!r} raised {type(exc).__name__}: {exc}; "
+            "it keeps being called, and further failures are not reported\n"
+        )
