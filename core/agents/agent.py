@@ -94,11 +94,12 @@ class Agent:
         trace = ctx.trace
         attrs = {"gen_ai.agent.name": self.name, "gen_ai.request.model": self.model}
         with trace.span("invoke_agent", "client", attrs) as span:
-            with trace.span("compose", "compose"):
-                messages = await self._compose(task, ctx, context)
-            run = AgentRun(self, task, ctx, messages)
+            run = AgentRun(self, task, ctx, [])
             final: AgentResult | None = None
             try:
+                ctx.check_cancelled()
+                with trace.span("compose", "compose"):
+                    run.messages = await self._compose(task, ctx, context)
                 async for event in self.cognition.drive(run):
                     if event.kind == StreamEventKind.FINAL:
                         final = event.result

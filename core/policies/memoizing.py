@@ -11,19 +11,23 @@ calls), the offered tool names, the response format, temperature and max tokens.
 run's scope, so two tenants never share an entry. A miss runs the call through ``get_or_set`` (one
 producer per key at a time; a producer that fails stores nothing), then replays the live deltas; a
 hit replays the stored answer as one delta with empty usage (see ``core.policies._codec``) and sets
-``call.meta["cache_hit"]``. Tool calls pass through ``memoize()`` untouched.
+``call.meta["cache_hit"]``. A store that is down (``StoreUnavailable``) is logged and the call is
+answered uncached: a cache outage must not fail a run. Tool calls pass through ``memoize()``.
 
 ``idempotent()`` is the tool-side counterpart, for tools that must not run twice for the same
 request (an at-least-once retry must not send the email again). The key is ``stable_hash`` of the
 tool name and its arguments, in the run's scope; the first successful result is stored and returned
-for every repeat, and a failure is never stored. Chat calls pass through it untouched.
+for every repeat, and a failure is never stored. A store that is down is *not* stepped around here:
+without it a repeat could run twice, so ``StoreUnavailable`` propagates. Chat calls pass through.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
+from core.contracts.errors import StoreUnavailable
 from core.contracts.middleware import Call, Handler, Middleware, collect_one
 from core.contracts.ports import StorePort
 from core.contracts.types import ChatRequest, Delta, ToolRequest, assemble_deltas
@@ -31,6 +35,8 @@ from core.policies._codec import decode_delta, encode_result, message_identity
 from core.serialization import stable_hash, thaw
 
 __all__ = ["chat_cache_key", "idempotency_key", "idempotent", "memoize"]
+
+_log = logging.getLogger(__name__)
 
 
 def _store_for(call: Call, store: StorePort | None) -> StorePort | None:
@@ -67,13 +73,27 @@ def memoize(store: StorePort | None = None, *, ttl: float | None = None) -> Midd
                 yield item
             return
         live: list[Delta] = []
+        progress = {"started": False, "done": False}
 
         async def produce() -> dict[str, Any]:
+            progress["started"] = True
             live.extend([delta async for delta in nxt(call)])
+            progress["done"] = True
             return encode_result(assemble_deltas(live))
 
-        entry = await target.get_or_set(chat_cache_key(request), produce, ttl=ttl, scope=call.ctx.scope)
-        if live:
+        entry: dict[str, Any] | None
+        try:
+            entry = await target.get_or_set(chat_cache_key(request), produce, ttl=ttl, scope=call.ctx.scope)
+        except StoreUnavailable:
+            if progress["started"] and not progress["done"]:
+                raise  # the call itself failed; that is not a cache outage
+            # A cache outage must not fail the run: answer uncached, reusing the answer when the
+            # producer finished before the store failed to keep it.
+            _log.warning("memoize: the store is unavailable; answering without the cache", exc_info=True)
+            if not progress["done"]:
+                live.extend([delta async for delta in nxt(call)])
+            entry = None
+        if progress["done"] or entry is None:
             for delta in live:
                 yield delta
             return

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from core.contracts.errors import StoreUnavailable
 from core.contracts.middleware import Call, Handler
 from core.contracts.types import ChatRequest, Message, Scope, ToolCall, ToolRequest, ToolSchema
 from core.policies import chat_cache_key, idempotency_key, idempotent, memoize, meter
@@ -190,3 +191,48 @@ async def test_idempotency_is_per_scope_and_chat_passes_through() -> None:
     for _ in range(2):
         await ctx.invoker.chat(REQUEST, ctx)  # type: ignore[union-attr]
     assert llm.calls == 2
+
+
+class _DownStore(InMemoryStore):
+    """A store whose backend cannot be reached: every lookup fails."""
+
+    def __init__(self, *, after_producing: bool = False) -> None:
+        super().__init__()
+        self._after = after_producing
+
+    async def get_or_set(self, key: str, fn: Any, **kwargs: Any) -> Any:
+        if self._after:
+            await fn()
+        raise StoreUnavailable("cache backend unreachable")
+
+
+@pytest.mark.parametrize("after_producing", [False, True])
+async def test_a_cache_outage_answers_uncached_instead_of_failing(
+    after_producing: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    llm = FakeLLM("still answered")
+    store = _DownStore(after_producing=after_producing)
+    ctx = make_test_ctx(llm=llm, store=store, chat_middleware=[memoize()])
+    result = await ctx.invoker.chat(REQUEST, ctx)  # type: ignore[union-attr]
+    assert result.content == "still answered" and llm.calls == 1
+    assert "store is unavailable" in caplog.text
+
+
+async def test_an_inner_store_outage_during_the_call_is_not_mistaken_for_a_cache_outage() -> None:
+    async def failing_inner(call: Call, nxt: Handler) -> AsyncIterator[Any]:
+        raise StoreUnavailable("an inner layer's store is down")
+        yield
+
+    llm = FakeLLM("x")
+    ctx = make_test_ctx(llm=llm, store=InMemoryStore(), chat_middleware=[memoize(), failing_inner])
+    with pytest.raises(StoreUnavailable, match="inner layer"):
+        await ctx.invoker.chat(REQUEST, ctx)  # type: ignore[union-attr]
+    assert llm.calls == 0
+
+
+async def test_idempotent_does_not_step_around_a_store_outage() -> None:
+    tool = FakeTool("send", responder="sent")
+    ctx = make_test_ctx(llm=FakeLLM(), store=_DownStore(), tool_middleware=[idempotent()])
+    with pytest.raises(StoreUnavailable):
+        await ctx.invoker.tool(ToolRequest("send", {}, tool=tool), ctx)  # type: ignore[union-attr]
+    assert tool.calls == []
