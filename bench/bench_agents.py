@@ -29,8 +29,8 @@ from core.contracts.types import ChatRequest, Message, ToolCall  # noqa: E402
 from core.runtime import Invoker, RunContext, Services  # noqa: E402
 from core.testing import FakeLLM, FakeTool, Turn  # noqa: E402
 
-ROUNDS = 15
-CALLS_PER_ROUND = 2000
+ROUNDS = 21
+CALLS_PER_ROUND = 3000
 REACT_RUNS_PER_ROUND = 40
 REACT_STEPS = 10
 
