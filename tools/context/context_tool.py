@@ -65,7 +65,7 @@ class ContextTool(BaseTool):
             self.regenerate()
 
     def regenerate(self) -> bool:
-        """Rescan models, re-render AI_CONTEXT.md and write it if it changed; True when written."""
+        """Rescan the tree and rewrite AI_CONTEXT.md if it changed; True when it was written."""
         if self.context_file is None or self._container is None:
             return False
         domains = self._scan_domains()
