@@ -107,9 +107,11 @@ class DbTool(BaseTool):
     async def setup(self) -> None:
         self._engine = make_engine(os.environ.get("DATABASE_URL", ""), self.project_root)
         self._fatal = None
-        await self._start()
+        summary = await self._start()
+        self.kernel_registry.update_tool_status(self.name, ToolStatus.OK, summary)
 
-    async def _start(self) -> None:
+    async def _start(self) -> str:
+        """Open the engine and migrate; return a one-line summary for the tool's status."""
         engine = self._require_engine()
         await engine.open()
         try:
@@ -125,7 +127,7 @@ class DbTool(BaseTool):
         self._ready = True
         summary = f"{engine.describe()}; {len(applied)} migration(s) applied at this boot"
         log.info("db ready: %s", summary)
-        self.kernel_registry.update_tool_status(self.name, ToolStatus.OK, summary)
+        return summary
 
     async def shutdown(self) -> None:
         engine, self._ready = self._engine, False

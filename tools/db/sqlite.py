@@ -349,7 +349,7 @@ def _retrying(connection: sqlite3.Connection, job: Any, sql: str, params: Any) -
                 connection.rollback()
             if attempt == BUSY_RETRIES or not is_busy(exc):
                 raise
-        time.sleep(BACKOFF_SECONDS * 2**attempt)
+        _backoff(attempt)
 
 
 def _with_busy_retry(statement: Any, sql: str) -> Any:
@@ -359,7 +359,12 @@ def _with_busy_retry(statement: Any, sql: str) -> Any:
         except sqlite3.OperationalError as exc:
             if attempt == BUSY_RETRIES or not is_busy(exc):
                 raise
-        time.sleep(BACKOFF_SECONDS * 2**attempt)
+        _backoff(attempt)
+
+
+def _backoff(attempt: int) -> None:
+    """Wait before retry ``attempt + 1`` (in the connection's thread, never on the loop)."""
+    time.sleep(BACKOFF_SECONDS * 2**attempt)
 
 
 def _begin(connection: sqlite3.Connection) -> None:
