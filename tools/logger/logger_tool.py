@@ -12,7 +12,8 @@ Both end in the same place: ``setup()`` installs one handler on the root logger 
   inside a plugin's handler or hook), ``None`` outside plugin code.
 
 ``LOG_LEVEL`` (default ``INFO``) sets the root logger's level. A default sink writes one readable
-line per record to stderr: ``timestamp LEVEL identity: message`` (``-`` when there is no identity).
+line per record to stderr: ``timestamp LEVEL identity: message``; outside plugin code the stderr
+line names the standard logger instead, in brackets (``[uvicorn.error]``).
 
 Sinks run synchronously in the thread that logged (often a worker thread), so they must be quick
 and thread-safe. A sink that raises is reported once on stderr and keeps being called; it never
@@ -63,8 +64,8 @@ class _SinkHandler(logging.Handler):
             message = f"{message}\n{record.exc_text}"
         if record.stack_info:
             message = f"{message}\n{record.stack_info}"
-        timestamp = datetime.fromtimestamp(record.created, UTC).isoformat()
-        self.tool._dispatch(record.levelname, message, timestamp, current_identity_var.get())
+        timestamp = datetime.fromtimestamp(record.created, UTC).isoformat(timespec="microseconds")
+        self.tool._dispatch(record.levelname, message, timestamp, current_identity_var.get(), record.name)
 
     def formatException(self, exc_info: Any) -> str:  # noqa: N802 - logging's own name
         return logging.Formatter().formatException(exc_info)
@@ -147,17 +148,18 @@ class LoggerTool(BaseTool):
         with self._lock:
             self._sinks = tuple(entry for entry in self._sinks if entry[1] != owner)
 
-    def _dispatch(self, level: str, message: str, timestamp: str, identity: str | None) -> None:
+    def _dispatch(self, level: str, message: str, timestamp: str, identity: str | None, source: str) -> None:
+        label = identity or f"[{source}]"
         local = self._local
         if getattr(local, "dispatching", False):
             # A sink logged: only stderr gets that line, so a sink can never feed itself.
-            stderr_sink(level, message, timestamp, identity)
+            stderr_sink(level, message, timestamp, label)
             return
         local.dispatching = True
         try:
             for sink, _ in self._sinks:
                 try:
-                    sink(level, message, timestamp, identity)
+                    sink(level, message, timestamp, label if sink is stderr_sink else identity)
                 except Exception as exc:
                     self._report(sink, exc)
         finally:

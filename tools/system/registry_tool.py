@@ -13,6 +13,7 @@ or below it).
 
 from __future__ import annotations
 
+import copy
 import math
 import threading
 from collections.abc import Iterable
@@ -84,8 +85,8 @@ class RegistryTool(BaseTool):
         return self.kernel_registry.get_domain_metadata()
 
     def set_domain_metadata(self, domain: str, key: str, value: Any) -> None:
-        """Record ``value`` under ``key`` for ``domain`` (shown in the dump's ``domains``)."""
-        self.kernel_registry.set_domain_metadata(domain, key, value)
+        """Record a copy of ``value`` under ``key`` for ``domain`` (shown in the dump's ``domains``)."""
+        self.kernel_registry.set_domain_metadata(domain, key, copy.deepcopy(value))
 
     def add_metrics_sink(self, sink: MetricsSink) -> None:
         """Call ``sink(record)`` synchronously after every tool call; keep it fast."""

@@ -48,6 +48,11 @@ class ToolHealthPlugin(BasePlugin):
             task.cancel()
             await asyncio.wait([task])
 
+    @property
+    def running(self) -> bool:
+        """Whether the periodic checks are scheduled (between ``on_boot`` and ``on_shutdown``)."""
+        return self._task is not None and not self._task.done()
+
     async def check_once(self) -> dict[str, str]:
         """Check every tool that has ``health_check`` once; returns ``{tool: status}`` afterwards."""
         registry = self.container.registry
