@@ -82,6 +82,7 @@ class AgentRun:
         output = self._output
         if output is not None:
             output.reset()
+        self.last = None
         deltas: list[Delta] = []
         text = ""
         try:

@@ -5,11 +5,12 @@ the same trap as ``memoize()``). Only self-contained questions are cached: a req
 is system messages plus exactly one user message. Anything with earlier turns or tool results
 depends on more than its wording, so it passes through.
 
-The question (the user message) is searched in the run's scope, restricted to entries for the same
-model; a hit scoring at least ``threshold`` replays the stored answer as one delta with empty usage
-and sets ``call.meta["cache_hit"]``. On a miss the call runs and, if it finished without asking for
-tools, its answer is stored as a chunk whose text is the question and whose metadata carries the
-encoded result.
+The question (the user message) is searched in the run's scope, restricted to entries made for the
+same model and the same surroundings (system prompt, offered tools, response format, temperature
+and max tokens, compared by ``stable_hash``). A hit scoring at least ``threshold`` replays the
+stored answer as one delta with empty usage and sets ``call.meta["cache_hit"]``. On a miss the call
+runs and, if it finished without asking for tools, its answer is stored as a chunk whose text is
+the question and whose metadata carries the encoded result.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from core.contracts.middleware import Call, Handler, Middleware
 from core.contracts.ports import Chunk, VectorPort
 from core.contracts.types import ChatRequest, Delta, Role, assemble_deltas
 from core.policies._codec import decode_delta, encode_result
-from core.serialization import stable_hash
+from core.serialization import stable_hash, thaw
 
 __all__ = ["semantic_memoize"]
 
@@ -34,6 +35,19 @@ def _question(request: ChatRequest) -> str | None:
     if len(users) != 1 or others:
         return None
     return users[0].content
+
+
+def _context_key(request: ChatRequest) -> str:
+    """Everything besides the question that shapes the answer: system prompt, tools, format, settings."""
+    return stable_hash(
+        {
+            "system": [m.content for m in request.messages if m.role == Role.SYSTEM],
+            "tools": sorted(tool.name for tool in request.tools) if request.tools is not None else None,
+            "response_format": thaw(request.response_format),
+            "temperature": request.temperature,
+            "max_tokens": request.max_tokens,
+        }
+    )
 
 
 def semantic_memoize(vector: VectorPort | None = None, *, threshold: float = 0.9) -> Middleware:
@@ -50,7 +64,7 @@ def semantic_memoize(vector: VectorPort | None = None, *, threshold: float = 0.9
                 yield item
             return
         scope = call.ctx.scope
-        where = {"kind": _KIND, "model": request.model}
+        where = {"kind": _KIND, "model": request.model, "context": _context_key(request)}
         hits = await index.search(question, 1, scope=scope, where=where)
         if hits and hits[0].score >= threshold:
             call.meta["cache_hit"] = True
@@ -62,7 +76,7 @@ def semantic_memoize(vector: VectorPort | None = None, *, threshold: float = 0.9
             yield delta
         result = assemble_deltas(live)
         if not result.tool_calls:
-            chunk_id = stable_hash({"model": request.model, "question": question})
+            chunk_id = stable_hash({"where": where, "question": question})
             chunk = Chunk(chunk_id, question, {**where, "result": encode_result(result)})
             await index.upsert([chunk], scope=scope)
 

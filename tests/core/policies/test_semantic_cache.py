@@ -81,3 +81,12 @@ async def test_an_answer_that_asks_for_tools_is_not_stored() -> None:
 def test_the_threshold_is_a_similarity(threshold: float) -> None:
     with pytest.raises(ValueError):
         semantic_memoize(threshold=threshold)
+
+
+async def test_a_different_system_prompt_is_a_different_question() -> None:
+    llm = FakeLLM("answer")
+    ctx = make_test_ctx(llm=llm, vector=InMemoryVector(), chat_middleware=[semantic_memoize()])
+    for system in ("You are a pirate.", "You are a lawyer.", "You are a pirate."):
+        request = ChatRequest([Message("system", system), Message("user", "rotate the cert")], "m")
+        await ctx.invoker.chat(request, ctx)  # type: ignore[union-attr]
+    assert llm.calls == 2
