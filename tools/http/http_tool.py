@@ -232,6 +232,10 @@ class HttpTool(BaseTool):
             http=HTTP_PROTOCOL,
             timeout_graceful_shutdown=self.grace,  # type: ignore[arg-type]  # a float works
         )
+        if self.access_log:
+            # uvicorn silences its access logger process-wide when a server runs without it;
+            # undo that so the lines reach the root logger (and the logger tool's sinks).
+            logging.getLogger("uvicorn.access").propagate = True
         server = KeelServer(config)
         serving = asyncio.create_task(server.serve(sockets=[sock]), name="keel-http-server")
         listening = asyncio.create_task(server.listening.wait())

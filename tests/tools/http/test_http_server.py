@@ -154,3 +154,20 @@ def test_uvloop_is_offered_to_the_kernel() -> None:
     import uvloop
 
     assert HttpTool.loop_factory is uvloop.new_event_loop
+
+
+async def test_the_access_log_is_off_unless_asked_for(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    async def ok(data: dict[str, Any], context: dict[str, Any]) -> str:
+        return "ok"
+
+    for flag, expected in (("0", 0), ("1", 1)):
+        http = await make_http(monkeypatch, PORT="0", HTTP_ACCESS_LOG=flag)
+        http.add_endpoint("/ok", "GET", ok)
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger="uvicorn.access"):
+            async with running(http) as (url, _, _), httpx.AsyncClient(base_url=url) as c:
+                assert (await c.get("/ok")).status_code == 200
+        access = [r for r in caplog.records if r.name == "uvicorn.access"]
+        assert len(access) == expected, flag
