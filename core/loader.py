@@ -5,37 +5,50 @@ the directories of *this* root, so relative and absolute imports between a tool'
 and two roots booted one after the other in one process (the test suite does this) never mix files.
 A module already imported from the same file is reused unless ``fresh`` asks for a new import (a
 plugin file that changed on disk).
+
+Paths are handled as strings: boot imports every file of the project through here, and pathlib's
+per-call parsing was a measurable share of boot time.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
 from pathlib import Path
 from types import ModuleType
 
 
-def module_name(root: Path, path: Path) -> str:
-    parts = path.relative_to(root).with_suffix("").parts
+def module_name(root: Path | str, path: Path | str) -> str:
+    root_str, path_str = _absolute(root), _absolute(path)
+    prefix = root_str.rstrip(os.sep) + os.sep
+    relative = path_str[len(prefix) :] if path_str.startswith(prefix) else os.path.relpath(path_str, root_str)
+    parts = relative[:-3].split(os.sep) if relative.endswith(".py") else relative.split(os.sep)
     if parts and parts[-1] == "__init__":
         parts = parts[:-1]
     return ".".join(parts)
 
 
-def import_file(root: Path, path: Path, *, fresh: bool = False) -> ModuleType:
-    """Import ``path`` (inside ``root``) and return the module; its import errors propagate."""
-    root = root.resolve()
-    path = path.absolute()  # not resolve(): a test root may link to the project's own tools
-    name = module_name(root, path)
+def import_file(root: Path | str, path: Path | str, *, fresh: bool = False) -> ModuleType:
+    """Import ``path`` (inside ``root``) and return the module; its import errors propagate.
+
+    ``path`` is not resolved: a test root may link to the project's own tools, and the module must
+    still be named after where it sits in *this* root.
+    """
+    root_str = _absolute(root)
+    path_str = _absolute(path)
+    name = module_name(root_str, path_str)
     parts = name.split(".")
+    directory = root_str
     for depth in range(1, len(parts)):
-        _ensure_package(".".join(parts[:depth]), root.joinpath(*parts[:depth]))
+        directory = os.path.join(directory, parts[depth - 1])
+        _ensure_package(".".join(parts[:depth]), directory)
     existing = sys.modules.get(name)
-    if existing is not None and not fresh and _same_file(existing, path):
+    if existing is not None and not fresh and getattr(existing, "__file__", None) == path_str:
         return existing
-    spec = importlib.util.spec_from_file_location(name, path)
+    spec = importlib.util.spec_from_file_location(name, path_str)
     if spec is None or spec.loader is None:
-        raise ImportError(f"cannot import {path}")
+        raise ImportError(f"cannot import {path_str}")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     try:
@@ -49,27 +62,27 @@ def import_file(root: Path, path: Path, *, fresh: bool = False) -> ModuleType:
     return module
 
 
-def forget(root: Path, path: Path) -> None:
+def forget(root: Path | str, path: Path | str) -> None:
     """Drop a file's module from ``sys.modules`` (its plugin file was deleted)."""
-    sys.modules.pop(module_name(root.resolve(), path.absolute()), None)
+    sys.modules.pop(module_name(root, path), None)
 
 
-def _same_file(module: ModuleType, path: Path) -> bool:
-    file = getattr(module, "__file__", None)
-    return file is not None and Path(file).absolute() == path
+def _absolute(path: Path | str) -> str:
+    text = os.fspath(path)
+    return text if os.path.isabs(text) and "/." not in text else os.path.abspath(text)
 
 
-def _ensure_package(name: str, directory: Path) -> None:
+def _ensure_package(name: str, directory: str) -> None:
     existing = sys.modules.get(name)
-    if existing is not None and [str(directory)] == list(getattr(existing, "__path__", [])):
+    if existing is not None and getattr(existing, "__path__", None) == [directory]:
         return
     if existing is not None:
         # A package of the same name from another root: forget it and everything under it.
         for key in [k for k in sys.modules if k == name or k.startswith(name + ".")]:
             del sys.modules[key]
-    init = directory / "__init__.py"
-    if init.exists():
-        spec = importlib.util.spec_from_file_location(name, init, submodule_search_locations=[str(directory)])
+    init = os.path.join(directory, "__init__.py")
+    if os.path.exists(init):
+        spec = importlib.util.spec_from_file_location(name, init, submodule_search_locations=[directory])
         if spec is None or spec.loader is None:
             raise ImportError(f"cannot import package {name} from {directory}")
         package = importlib.util.module_from_spec(spec)
@@ -77,7 +90,7 @@ def _ensure_package(name: str, directory: Path) -> None:
         spec.loader.exec_module(package)
     else:
         package = ModuleType(name)
-        package.__path__ = [str(directory)]
+        package.__path__ = [directory]
         package.__package__ = name
         sys.modules[name] = package
     parent, _, child = name.rpartition(".")

@@ -24,6 +24,16 @@ METRICS_BUFFER_SIZE = 1000
 
 MetricRecord = dict[str, Any]
 MetricsSink = Callable[[MetricRecord], None]
+CallRecord = tuple[str, str, float, bool, float]
+"""How the ring buffer stores a call: (tool, method, duration_ms, success, timestamp).
+
+A tuple is cheaper to build than a dict on every tool call; readers get dicts."""
+
+RECORD_KEYS = ("tool", "method", "duration_ms", "success", "timestamp")
+
+
+def record_dict(record: CallRecord) -> MetricRecord:
+    return dict(zip(RECORD_KEYS, record, strict=True))
 
 
 class ToolStatus(StrEnum):
@@ -67,7 +77,7 @@ class Registry:
         self._load_errors: dict[str, str] = {}
         self._domain_metadata: dict[str, dict[str, Any]] = {}
         self._capabilities: dict[str, Any] = {}
-        self.metrics: deque[MetricRecord] = deque(maxlen=METRICS_BUFFER_SIZE)
+        self.metrics: deque[CallRecord] = deque(maxlen=METRICS_BUFFER_SIZE)
         self.metrics_sinks: list[MetricsSink] = []
         self.started_at = time.time()
         self.process = {"pid": os.getpid(), "host": socket.gethostname()}
@@ -180,7 +190,8 @@ class Registry:
                 log.exception("metrics sink %r raised; the tool call is unaffected", sink)
 
     def get_metrics(self) -> list[MetricRecord]:
-        return [dict(record) for record in self.metrics]
+        """The recent calls, oldest first, each ``{tool, method, duration_ms, success, timestamp}``."""
+        return [record_dict(record) for record in tuple(self.metrics)]
 
     # -- the system dump -----------------------------------------------------------------------
 

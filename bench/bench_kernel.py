@@ -1,0 +1,181 @@
+"""Microkernel costs: ToolProxy overhead per call, and boot against hand-wiring.
+
+- proxy overhead: the same method called directly and through the proxy, in one process, in
+  interleaved rounds; the difference per call, in ns.
+- boot: a generated root with 10 tools and 100 plugins, each measurement in a fresh (cold)
+  process: ``Kernel(root).boot()`` against importing the same files, constructing, setting up
+  and ``on_boot``-ing the same objects by hand with ``asyncio.gather``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+import tempfile
+import textwrap
+import timeit
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench._util import emit, interleaved  # noqa: E402
+from core import BaseTool, Container, Registry  # noqa: E402
+
+CALLS = 200_000
+
+
+class Adder(BaseTool):
+    name = "adder"
+
+    def add(self, a: int, b: int) -> int:
+        return a + b
+
+    async def aadd(self, a: int, b: int) -> int:
+        return a + b
+
+
+def proxy_overhead() -> None:
+    tool = Adder()
+    container = Container(Registry())
+    container.add(tool)
+    proxy = container.get("adder")
+
+    def per_call_ns(fn: object) -> float:
+        return timeit.timeit(lambda: fn(1, 2), number=CALLS) / CALLS * 1e9  # type: ignore[operator]
+
+    direct, proxied = interleaved(7, lambda: per_call_ns(tool.add), lambda: per_call_ns(proxy.add))
+    emit("proxy_sync_direct", direct, "ns")
+    emit("proxy_sync_proxied", proxied, "ns")
+    emit("proxy_sync_overhead", proxied - direct, "ns")
+
+    async def loop(fn: object, n: int) -> float:
+        start = asyncio.get_running_loop().time()
+        for _ in range(n):
+            await fn(1, 2)  # type: ignore[operator]
+        return (asyncio.get_running_loop().time() - start) / n * 1e9
+
+    async def measure() -> tuple[float, float]:
+        a: list[float] = []
+        b: list[float] = []
+        for _ in range(7):
+            a.append(await loop(tool.aadd, CALLS))
+            b.append(await loop(proxy.aadd, CALLS))
+        a.sort()
+        b.sort()
+        return a[3], b[3]
+
+    adirect, aproxied = asyncio.run(measure())
+    emit("proxy_async_direct", adirect, "ns")
+    emit("proxy_async_proxied", aproxied, "ns")
+    emit("proxy_async_overhead", aproxied - adirect, "ns")
+
+
+TOOL = """
+from core import BaseTool
+
+class Tool{i}(BaseTool):
+    name = "tool{i}"
+
+    async def setup(self):
+        self.ready = True
+
+    def ping(self, who):
+        return who
+"""
+
+PLUGIN = """
+from core import BasePlugin
+
+class Plugin{i}(BasePlugin):
+    def __init__(self, tool{a}, tool{b}):
+        self.first = tool{a}
+        self.second = tool{b}
+
+    async def on_boot(self):
+        self.first.ping("{i}")
+        self.second.ping("{i}")
+"""
+
+KERNEL_BOOT = """
+import asyncio, sys, time
+sys.path.insert(0, {project!r})
+import core
+from core import Kernel
+async def main():
+    start = time.perf_counter()
+    await Kernel({root!r}).boot()
+    print(time.perf_counter() - start)
+asyncio.run(main())
+"""
+
+HAND_WIRED = """
+import asyncio, importlib.util, sys, time
+from pathlib import Path
+sys.path.insert(0, {project!r})
+import core
+from core import BaseTool, BasePlugin
+root = Path({root!r})
+
+def load(path):
+    name = "hand_" + "_".join(path.relative_to(root).with_suffix("").parts)
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+def classes(module, base):
+    return [v for v in vars(module).values() if isinstance(v, type) and issubclass(v, base) and v is not base]
+
+async def main():
+    start = time.perf_counter()
+    tools = {{}}
+    for path in sorted((root / "tools").rglob("*.py")):
+        for cls in classes(load(path), BaseTool):
+            tools[cls.name] = cls()
+    await asyncio.gather(*(t.setup() for t in tools.values()))
+    plugins = []
+    for path in sorted((root / "domains").glob("*/plugins/*.py")):
+        for cls in classes(load(path), BasePlugin):
+            a, b = cls.__init__.__code__.co_varnames[1:3]
+            plugins.append(cls(tools[a], tools[b]))
+    await asyncio.gather(*(p.on_boot() for p in plugins))
+    print(time.perf_counter() - start)
+asyncio.run(main())
+"""
+
+
+def generate_root(root: Path) -> None:
+    for i in range(10):
+        path = root / "tools" / f"tool{i}" / f"tool{i}.py"
+        path.parent.mkdir(parents=True)
+        path.write_text(textwrap.dedent(TOOL.format(i=i)))
+    for i in range(100):
+        path = root / "domains" / f"domain{i % 10}" / "plugins" / f"plugin{i}.py"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(PLUGIN.format(i=i, a=i % 10, b=(i + 3) % 10)))
+
+
+def cold_run(script: str) -> float:
+    out = subprocess.run([sys.executable, "-c", script], check=True, capture_output=True, text=True)
+    return float(out.stdout.strip().splitlines()[-1])
+
+
+def boot_ratio() -> None:
+    project = str(Path(__file__).resolve().parent.parent)
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        generate_root(root)
+        kernel_script = KERNEL_BOOT.format(project=project, root=str(root))
+        hand_script = HAND_WIRED.format(project=project, root=str(root))
+        cold_run(kernel_script)  # warm the page cache and the bytecode caches for both
+        cold_run(hand_script)
+        kernel, hand = interleaved(9, lambda: cold_run(kernel_script), lambda: cold_run(hand_script))
+    emit("boot_10_tools_100_plugins_kernel", kernel * 1000, "ms")
+    emit("boot_10_tools_100_plugins_hand_wired", hand * 1000, "ms")
+    emit("boot_ratio_kernel_vs_hand_wired", kernel / hand, "x")
+
+
+if __name__ == "__main__":
+    proxy_overhead()
+    boot_ratio()
