@@ -11,10 +11,20 @@ module raise anything else.
 Tokens carry a random ``jti`` so a later revocation list has something to name. The registered
 claims are this module's to set: a caller passing ``exp`` or ``sub`` in ``claims`` is a bug, and is
 told so with a ``ValueError`` instead of being silently overridden.
+
+A client sends the same token on every request, and a full check (PyJWT's base64 validation, JSON,
+HMAC) costs tens of microseconds, so tokens that passed are remembered (the last
+``VERIFIED_CACHE_SIZE``, keyed by the exact token text). A remembered token is re-checked for
+expiry on every use — the only verdict that can change with time, since a token valid once stays
+past its ``nbf``/``iat`` — and its claims are decoded afresh from JSON, so a caller that edits the
+dict it gets cannot affect the next caller. Refused tokens are never remembered, so garbage cannot
+evict good entries.
 """
 
 from __future__ import annotations
 
+import json
+import threading
 import time
 import uuid
 from collections.abc import Mapping
@@ -29,6 +39,7 @@ from .errors import AuthNotConfiguredError, TokenError, TokenErrorReason
 REQUIRED_CLAIMS = ("exp", "iat", "sub")
 RESERVED_CLAIMS = frozenset({"sub", "iat", "exp", "nbf", "iss", "aud", "jti"})
 MAX_TOKEN_CHARS = 8192
+VERIFIED_CACHE_SIZE = 4096
 
 _REFUSALS: tuple[tuple[type[Exception], TokenErrorReason, str], ...] = (
     # Order matters: specific PyJWT errors before their bases.
@@ -66,6 +77,9 @@ class TokenCodec:
             "verify_jti": True,
             "enforce_minimum_key_length": True,
         }
+        self._verified: dict[str, tuple[float, str]] = {}
+        """token -> (exp, claims as JSON) for tokens that passed every check."""
+        self._verified_lock = threading.Lock()
 
     def create(
         self, subject: str, claims: Mapping[str, Any] | None = None, expires_delta: timedelta | None = None
@@ -98,6 +112,31 @@ class TokenCodec:
         return jwt.encode(payload, self._config.signing_key, algorithm=self._config.algorithm)
 
     def verify(self, token: str) -> dict[str, Any]:
+        remembered = self._verified.get(token) if isinstance(token, str) else None
+        if remembered is not None:
+            expires, claims_json = remembered
+            if expires > time.time() - self._config.leeway_seconds:
+                loaded: dict[str, Any] = json.loads(claims_json)
+                return loaded
+            with self._verified_lock:
+                self._verified.pop(token, None)
+        claims = self._verify_fully(token)
+        self._remember(token, claims)
+        return claims
+
+    def _remember(self, token: str | bytes, claims: dict[str, Any]) -> None:
+        if not isinstance(token, str):
+            return
+        try:
+            entry = (float(claims["exp"]), json.dumps(claims))
+        except (TypeError, ValueError):
+            return
+        with self._verified_lock:
+            self._verified[token] = entry
+            while len(self._verified) > VERIFIED_CACHE_SIZE:
+                del self._verified[next(iter(self._verified))]
+
+    def _verify_fully(self, token: str) -> dict[str, Any]:
         if isinstance(token, bytes):
             try:
                 token = token.decode("ascii")

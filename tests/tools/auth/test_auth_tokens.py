@@ -220,3 +220,46 @@ async def test_es256_signs_and_verifies(monkeypatch: pytest.MonkeyPatch, tmp_pat
     assert jwt.get_unverified_header(token)["alg"] == "ES256"
     assert auth.verify_token(token)["sub"] == "u"
     assert refusal(auth, hmac_token(claims(), alg="HS256")) is Reason.ALGORITHM_NOT_ALLOWED
+
+
+# -- remembered tokens ------------------------------------------------------------------------------
+
+
+async def test_a_remembered_token_is_still_refused_once_it_expires(
+    auth: AuthTool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import datetime as real_datetime
+
+    import jwt.api_jwt
+
+    token = auth.create_token("user-1", expires_delta=timedelta(minutes=5))
+    assert auth.verify_token(token)["sub"] == "user-1"
+    assert auth.verify_token(token)["sub"] == "user-1"  # now answered from memory
+    later = time.time() + 3600
+
+    class Later(real_datetime.datetime):
+        @classmethod
+        def now(cls, tz: real_datetime.tzinfo | None = None) -> Later:
+            return cls.fromtimestamp(later, tz)
+
+    monkeypatch.setattr("tools.auth.tokens.time.time", lambda: later)
+    monkeypatch.setattr(jwt.api_jwt, "datetime", Later)
+    assert refusal(auth, token) is Reason.EXPIRED
+
+
+async def test_remembered_claims_are_a_fresh_copy_each_time(auth: AuthTool) -> None:
+    token = auth.create_token("user-1", {"roles": ["user"]})
+    first = auth.verify_token(token)
+    first["roles"].append("admin")
+    first["sub"] = "someone-else"
+    assert auth.verify_token(token)["roles"] == ["user"]
+    assert auth.verify_token(token)["sub"] == "user-1"
+
+
+async def test_refused_tokens_are_never_remembered(auth: AuthTool) -> None:
+    forged = hmac_token(claims(), key="x" * 40)
+    for _ in range(3):
+        assert refusal(auth, forged) is Reason.BAD_SIGNATURE
+    tampered = hmac_token(claims())[:-2] + "AA"
+    assert auth.verify_token(hmac_token(claims()))["sub"] == "user-1"
+    assert refusal(auth, tampered) is Reason.BAD_SIGNATURE
