@@ -56,7 +56,7 @@ from .envelope import envelope, problem_for
 from .request_id import REQUEST_ID_KEY, RequestIdMiddleware
 from .routes import KeelRoute
 from .server import HTTP_PROTOCOL, KeelServer, bind_socket, url_of
-from .sse import StreamTracker, make_sse_app
+from .sse import Closer, StreamTracker, make_sse_app
 
 try:
     import uvloop
@@ -152,8 +152,9 @@ class HttpTool(BaseTool):
     ) -> None:
         """Serve ``GET path`` as server-sent events from ``stream(data, context)``'s async iterator."""
         spec = self._spec(path, "GET", stream, tags, auth, sse=True)
-        app = make_sse_app(spec, self._gate, self.max_body, self._streams, lambda: self.heartbeat)
-        self._register(KeelRoute(spec, app))
+        closer = Closer()
+        app = make_sse_app(spec, self._gate, self.max_body, self._streams, closer, lambda: self.heartbeat)
+        self._register(KeelRoute(spec, app, closer))
 
     def get_endpoints(self) -> list[dict[str, Any]]:
         """Every registered endpoint: method, path, owner, identity, auth, tags, sse."""
@@ -185,9 +186,13 @@ class HttpTool(BaseTool):
         with self._lock:
             gone = [key for key, route in self._routes.items() if route.spec.owner == owner]
             if gone:
-                dropped = {id(self._routes.pop(key)) for key in gone}
+                removed = [self._routes.pop(key) for key in gone]
+                dropped = {id(route) for route in removed}
                 self.app.router.routes = [r for r in self.app.router.routes if id(r) not in dropped]
                 self.app.openapi_schema = None
+                for route in removed:
+                    if route.closer is not None:
+                        route.closer.close()
             if self._gate.validator_owner == owner:
                 self._gate.validator, self._gate.validator_owner = None, None
             if self._gate.admin_check_owner == owner:
@@ -213,7 +218,7 @@ class HttpTool(BaseTool):
         """Listen until ``stop`` is set, then let in-flight requests finish within the grace period."""
         self._listening.clear()
         self._serve_error = None
-        self._streams.closing.clear()
+        self._streams.closing.reset()
         try:
             sock = bind_socket(self.host, self.port)
         except OSError as exc:
@@ -248,7 +253,7 @@ class HttpTool(BaseTool):
                 self._listening.set()
                 await asyncio.wait((serving, stopping), return_when=asyncio.FIRST_COMPLETED)
         finally:
-            self._streams.closing.set()  # open event streams end now instead of holding the drain
+            self._streams.closing.close()  # open event streams end now instead of holding the drain
             server.should_exit = True
             listening.cancel()
             stopping.cancel()
@@ -267,7 +272,8 @@ class HttpTool(BaseTool):
         await self._listening.wait()
         if self._serve_error is not None:
             raise self._serve_error
-        assert self.base_url is not None
+        if self.base_url is None:  # pragma: no cover - listening is only set with a base URL
+            raise RuntimeError("the http server is listening but has no base URL")
         return self.base_url
 
     @property
@@ -276,7 +282,7 @@ class HttpTool(BaseTool):
         return self._streams.open
 
     async def shutdown(self) -> None:
-        self._streams.closing.set()
+        self._streams.closing.close()
 
     async def on_instrument(self, tracer_provider: Any) -> None:
         """Trace every request (method, route, status, latency) with OpenTelemetry."""
@@ -332,6 +338,8 @@ class HttpTool(BaseTool):
             self.app.router.routes = routes
             self._routes[key] = route
             self.app.openapi_schema = None
+        if existing is not None and existing.closer is not None:
+            existing.closer.close()
 
     def _fail_listening(self, error: BaseException) -> None:
         if not self._listening.is_set():

@@ -23,6 +23,7 @@ from starlette.routing import compile_path
 from starlette.types import ASGIApp
 
 from .endpoint import EndpointSpec
+from .sse import Closer
 
 _CONVERTOR_TYPES: dict[type, type] = {IntegerConvertor: int, FloatConvertor: float, UUIDConvertor: uuid.UUID}
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
@@ -89,7 +90,7 @@ def _doc_endpoint(spec: EndpointSpec) -> Any:
 class KeelRoute(APIRoute):
     """One registered endpoint: documented like a FastAPI route, served by ``serve_app``."""
 
-    def __init__(self, spec: EndpointSpec, serve_app: ASGIApp) -> None:
+    def __init__(self, spec: EndpointSpec, serve_app: ASGIApp, closer: Closer | None = None) -> None:
         errors: dict[int | str, dict[str, Any]] = {
             422: {"model": ErrorEnvelope, "description": "Invalid input (the fields are named)"},
             "4XX": {"model": ErrorEnvelope, "description": "Request error"},
@@ -110,3 +111,4 @@ class KeelRoute(APIRoute):
         )
         self.spec = spec
         self.app = serve_app
+        self.closer = closer  # ends the route's open event streams when it is removed or replaced

@@ -1,7 +1,7 @@
-"""Server-sent events: a plugin's async iterator of dicts, written as an ``text/event-stream``.
+"""Server-sent events: a plugin's async iterator of dicts, written as a ``text/event-stream``.
 
 ``stream(data, context)`` returns an async iterator (an ``async def`` generator, or a function —
-sync or async — returning one). Each item is a dict: ``data`` (required: a string is sent as it
+sync or async — returning one; a plain function is called on the event loop, so it must be quick). Each item is a dict: ``data`` (required: a string is sent as it
 is, anything else as compact JSON; a multi-line string becomes several ``data:`` lines), and
 optional ``event`` (str), ``id`` (str) and ``retry`` (int, milliseconds). ``context`` is the same as
 for JSON endpoints plus ``last_event_id``, taken from the ``Last-Event-ID`` header or the
@@ -14,8 +14,10 @@ exception from the iterator ends the stream with one ``event: error`` whose data
 
 The writer sends a ``: keep-alive`` comment when nothing was sent for ``heartbeat`` seconds (so
 proxies keep the connection), and stops promptly — closing the iterator, which runs its
-``finally`` blocks — when the client disconnects or the server begins shutting down: an open
-stream never holds uvicorn's graceful shutdown for its whole grace period.
+``finally`` blocks — when the client disconnects, when the server begins shutting down (an open
+stream never holds uvicorn's graceful shutdown for its whole grace period), and when its route is
+removed or replaced (its plugin was unloaded or reloaded; an ``EventSource`` then reconnects to the
+new one by itself).
 """
 
 from __future__ import annotations
@@ -87,17 +89,52 @@ async def _open(
     return iterator  # type: ignore[no-any-return]
 
 
+class Closer:
+    """A signal that ends open streams; ``close()`` may be called from any thread."""
+
+    def __init__(self) -> None:
+        self.event = asyncio.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def attach(self) -> None:
+        """Called on the event loop by each stream that starts waiting on the signal."""
+        self._loop = asyncio.get_running_loop()
+
+    def close(self) -> None:
+        loop = self._loop
+        try:
+            running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if loop is None or running is loop:
+            self.event.set()
+            return
+        try:
+            loop.call_soon_threadsafe(self.event.set)
+        except RuntimeError:
+            pass  # that loop is closed: no stream is left to end
+
+    def reset(self) -> None:
+        self.event.clear()
+
+
 class StreamTracker:
     """The open streams of one http tool, and the signal that ends them all at shutdown."""
 
     def __init__(self) -> None:
-        self.closing = asyncio.Event()
+        self.closing = Closer()
         self.open = 0
 
 
 def make_sse_app(
-    spec: EndpointSpec, gate: AuthGate, max_body: int, tracker: StreamTracker, heartbeat: Callable[[], float]
+    spec: EndpointSpec,
+    gate: AuthGate,
+    max_body: int,
+    tracker: StreamTracker,
+    route_closer: Closer,
+    heartbeat: Callable[[], float],
 ) -> ASGIApp:
+    """The ASGI callable of one event-stream route; ``route_closer`` ends its streams when it is removed."""
     read = make_request_reader(spec, gate, max_body)
     stream = spec.handler
     identity = spec.identity
@@ -132,7 +169,8 @@ def make_sse_app(
             await send({"type": "http.response.start", "status": 200, "headers": list(SSE_HEADERS)})
             tracker.open += 1
             try:
-                await _pump(iterator, receive, send, tracker, heartbeat(), request_id, where)
+                closers = (tracker.closing, route_closer)
+                await _pump(iterator, receive, send, closers, heartbeat(), request_id, where)
             finally:
                 tracker.open -= 1
         finally:
@@ -145,25 +183,27 @@ async def _pump(
     iterator: AsyncIterator[Any],
     receive: Receive,
     send: Send,
-    tracker: StreamTracker,
+    closers: tuple[Closer, Closer],
     heartbeat: float,
     request_id: str,
     where: str,
 ) -> None:
     loop = asyncio.get_running_loop()
     disconnected = loop.create_task(_wait_for_disconnect(receive))
-    closing = loop.create_task(tracker.closing.wait())
+    for closer in closers:
+        closer.attach()
+    closing = [loop.create_task(closer.event.wait()) for closer in closers]
     next_item: asyncio.Future[Any] = asyncio.ensure_future(anext(iterator))
     client_gone = False
     try:
         while True:
             done, _ = await asyncio.wait(
-                (next_item, disconnected, closing), timeout=heartbeat, return_when=asyncio.FIRST_COMPLETED
+                (next_item, disconnected, *closing), timeout=heartbeat, return_when=asyncio.FIRST_COMPLETED
             )
             if disconnected in done:
                 client_gone = True
                 return
-            if closing in done:
+            if any(task in done for task in closing):
                 return
             if not done:
                 await send({"type": "http.response.body", "body": HEARTBEAT, "more_body": True})
@@ -180,9 +220,13 @@ async def _pump(
             await send({"type": "http.response.body", "body": chunk, "more_body": True})
             next_item = asyncio.ensure_future(anext(iterator))
     finally:
-        for task in (next_item, disconnected, closing):
+        helpers = (next_item, disconnected, *closing)
+        for task in helpers:
             task.cancel()
-        await asyncio.wait((next_item, disconnected, closing))
+        await asyncio.wait(helpers)
+        for task in helpers:  # retrieve what ended them, so nothing is reported as never retrieved
+            if not task.cancelled():
+                task.exception()
         aclose = getattr(iterator, "aclose", None)
         if aclose is not None:
             try:

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from core.context import bound, current_plugin_var
 from core.errors import ForbiddenError, NotFoundError
 from tests.tools.http.http_kit import AsgiCall, client, header, make_http
 from tools.http.sse import format_event
@@ -193,3 +194,47 @@ async def test_sse_endpoints_accept_an_access_token_query_parameter(monkeypatch:
         allowed = await c.get("/mine?access_token=good")
     assert refused.status_code == 401
     assert allowed.text == 'data: {"who":"ann","data":{}}\n\n'
+
+
+async def test_releasing_a_stream_route_ends_its_open_streams(monkeypatch: pytest.MonkeyPatch) -> None:
+    http = await make_http(monkeypatch)
+    feed, other = Feed(), Feed()
+    with bound(current_plugin_var, "demo.Feed"):
+        http.add_sse_endpoint("/feed", feed.stream)
+    with bound(current_plugin_var, "demo.Other"):
+        http.add_sse_endpoint("/other", other.stream)
+    call = AsgiCall(http.asgi, "/feed").start()
+    kept = AsgiCall(http.asgi, "/other").start()
+    for started, source in ((call, feed), (kept, other)):
+        await started.start_message()
+        await source.queue.put({"data": "x"})
+        await started.body_until(b"\n\n")
+    http.release_owner("demo.Feed")
+    assert await call.message() == {"type": "http.response.body", "body": b"", "more_body": False}
+    await call.finished()
+    assert feed.closed.is_set()
+    assert http.open_streams == 1  # the other plugin's stream goes on
+    kept.client_gone.set()
+    await kept.finished()
+
+
+async def test_replacing_a_stream_route_from_a_worker_thread_ends_the_old_streams(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    http = await make_http(monkeypatch)
+    old, new = Feed(), Feed()
+    with bound(current_plugin_var, "demo.Feed"):
+        http.add_sse_endpoint("/feed", old.stream)
+    call = AsgiCall(http.asgi, "/feed").start()
+    await call.start_message()
+    await old.queue.put({"data": "x"})
+    await call.body_until(b"\n\n")
+
+    def reload() -> None:  # what a plain ``def on_boot`` does, in the kernel's worker thread
+        with bound(current_plugin_var, "demo.Feed"):
+            http.add_sse_endpoint("/feed", new.stream)
+
+    await asyncio.to_thread(reload)
+    assert await call.message() == {"type": "http.response.body", "body": b"", "more_body": False}
+    await call.finished()
+    assert old.closed.is_set()
