@@ -1,11 +1,12 @@
 """Server-sent events: a plugin's async iterator of dicts, written as a ``text/event-stream``.
 
-``stream(data, context)`` returns an async iterator (an ``async def`` generator, or a function —
-sync or async — returning one; a plain function is called on the event loop, so it must be quick). Each item is a dict: ``data`` (required: a string is sent as it
-is, anything else as compact JSON; a multi-line string becomes several ``data:`` lines), and
-optional ``event`` (str), ``id`` (str) and ``retry`` (int, milliseconds). ``context`` is the same as
-for JSON endpoints plus ``last_event_id``, taken from the ``Last-Event-ID`` header or the
-``?last_event_id=`` query parameter (``None`` when absent).
+``stream(data, context)`` returns an async iterator: an ``async def`` generator, or a function
+(sync or async) returning one; a plain function is called on the event loop, so it must be quick.
+Each item is a dict: ``data`` (required: a string is sent as it is, anything else as compact JSON;
+a multi-line string becomes several ``data:`` lines), and optional ``event`` (str), ``id`` (str) and
+``retry`` (int, milliseconds). ``context`` is the same as for JSON endpoints plus
+``last_event_id``, taken from the ``Last-Event-ID`` header or the ``?last_event_id=`` query
+parameter (``None`` when absent).
 
 To refuse a stream with a status (404, 403 ...), raise from ``stream`` itself, before it returns
 the iterator: that is answered with the usual error envelope. Once the response has started, an
