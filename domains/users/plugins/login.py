@@ -9,8 +9,9 @@ because many people can share one address.
 
 Choices made here:
 
-* Each attempt counts as a failure *before* the password is checked and is forgiven on success, so
-  twenty parallel guesses cannot all slip in while the first hashes are still being computed.
+* Each attempt counts as a failure *before* the password is checked and is forgiven on success (or
+  when the server itself fails, say the database is down), so twenty parallel guesses cannot all
+  slip in while the first hashes are still being computed.
 * A success clears the account's failures but only forgives its own attempt at the address: an
   attacker who owns one account cannot reset the address limit by logging into it.
 * An unknown username costs the same password check (against a throwaway hash) and gives the same
@@ -144,11 +145,18 @@ class LoginUser(BasePlugin):
             raise TooManyLoginAttempts(max(waits))
         self.accounts.record_failure(username)
         self.addresses.record_failure(address)
-        row = await self.db.query_one(
-            "SELECT id, username, password_hash, roles FROM users WHERE username = $1", [username]
-        )
-        stored = row["password_hash"] if row is not None else await self._decoy()
-        if not await self.auth.averify_password(data["password"], stored) or row is None:
+        try:
+            row = await self.db.query_one(
+                "SELECT id, username, password_hash, roles FROM users WHERE username = $1", [username]
+            )
+            stored = row["password_hash"] if row is not None else await self._decoy()
+            valid = await self.auth.averify_password(data["password"], stored) and row is not None
+        except BaseException:
+            # The server failed (database down, cancelled request), not the caller's guess.
+            self.accounts.forgive_one(username)
+            self.addresses.forgive_one(address)
+            raise
+        if not valid:
             raise _bad_credentials()
         self.accounts.reset(username)
         self.addresses.forgive_one(address)

@@ -6,6 +6,7 @@ import logging
 import os
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -220,3 +221,15 @@ async def test_a_deleted_account_is_not_found_with_its_old_token(
     await kernel.container.get("db").execute("DELETE FROM users WHERE username = $1", ["ken"])
     response = await client.get("/users/me", headers=bearer(token))
     assert response.status_code == 404
+
+
+async def test_server_failures_do_not_count_against_the_caller(
+    service: tuple[Kernel, httpx.AsyncClient],
+) -> None:
+    kernel, client = service
+    await kernel.container.get("db").execute("DROP TABLE users")
+    for _ in range(6):
+        assert (await login(client, "anyone")).status_code == 500
+    plugin: Any = kernel.plugins["users.LoginUser"].instance
+    assert plugin.accounts.retry_after("anyone") is None
+    assert plugin.addresses.retry_after("127.0.0.1") is None
