@@ -51,7 +51,6 @@ from .auth import AuthGate, AuthMode, bearer_token
 from .envelope import Problem, invalid_input, problem_for, validation_fields
 from .request_id import REQUEST_ID_KEY, new_request_id
 
-Handler = Callable[[dict[str, Any], dict[str, Any]], Any]
 JSON_HEADERS = (b"content-type", b"application/json")
 SSE_CONTROL_PARAMETERS = frozenset({"access_token", "last_event_id"})
 
@@ -74,6 +73,8 @@ class EndpointSpec:
 
 
 class PayloadTooLarge(RequestError):
+    """The body is over ``HTTP_MAX_BODY_BYTES``: 413."""
+
     status_code = 413
 
 
@@ -219,7 +220,7 @@ def make_endpoint_app(spec: EndpointSpec, gate: AuthGate, max_body: int) -> ASGI
         TypeAdapter(spec.response_model) if spec.response_model is not None else None
     )
 
-    def encode(result: Any) -> tuple[int, bytes, list[tuple[bytes, bytes]]] | Response:
+    def encode(result: Any) -> Problem | Response:
         if result is None:
             return empty_status, b"", []
         if isinstance(result, Response):
@@ -233,7 +234,7 @@ def make_endpoint_app(spec: EndpointSpec, gate: AuthGate, max_body: int) -> ASGI
     async def app(scope: Scope, receive: Receive, send: Send) -> None:
         request_id = scope.get(REQUEST_ID_KEY) or new_request_id()
         token = current_identity_var.set(identity)
-        outcome: tuple[int, bytes, list[tuple[bytes, bytes]]] | Response | Problem
+        outcome: Problem | Response
         try:
             data, context = await read(scope, receive, request_id)
             if is_async:

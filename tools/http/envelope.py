@@ -43,7 +43,7 @@ _KIND_BY_STATUS = {
 }
 
 Problem = tuple[int, bytes, list[tuple[bytes, bytes]]]
-"""A ready-to-send failure: status, JSON body, extra headers."""
+"""A ready-to-send response: status, body, headers (for a failure: the envelope and extra headers)."""
 
 
 def kind_for_status(status: int) -> ErrorKind:

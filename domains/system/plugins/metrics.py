@@ -1,8 +1,9 @@
 """``GET /system/metrics``: the recent tool calls and, per ``tool.method``, their aggregates.
 
 ``?limit=N`` (default 100, at most 1000) bounds the records returned, newest last; ``?tool=NAME``
-keeps one tool's calls (records and summary). The numbers are per process: the ring buffer of the
-last 1000 calls lives in each Keel process. Admin-only once authentication is configured.
+(repeatable) keeps those tools' calls (records and summary). The numbers are per process: the
+ring buffer of the last 1000 calls lives in each Keel process. Admin-only once authentication is
+configured.
 """
 
 from __future__ import annotations
@@ -29,9 +30,10 @@ class SystemMetricsPlugin(BasePlugin):
         tool = data.get("tool")
         records: list[dict[str, Any]] = self.registry.get_metrics()
         summary: dict[str, Any] = self.registry.get_metrics_summary()
-        if isinstance(tool, str):
-            records = [r for r in records if r["tool"] == tool]
-            summary = {k: v for k, v in summary.items() if k.partition(".")[0] == tool}
+        if tool is not None:
+            tools = {tool} if isinstance(tool, str) else set(tool)
+            records = [r for r in records if r["tool"] in tools]
+            summary = {k: v for k, v in summary.items() if k.partition(".")[0] in tools}
         return {
             "records": records[-limit:] if limit else [],
             "summary": summary,

@@ -62,6 +62,8 @@ async def test_metrics_has_recent_records_and_per_method_aggregates(api: httpx.A
     assert dumps["count"] == 3 and dumps["errors"] == 0
     assert dumps["p50_ms"] <= dumps["p95_ms"] <= dumps["p99_ms"]
     only_http = (await api.get("/system/metrics?tool=http")).json()
+    two = (await api.get("/system/metrics?tool=http&tool=registry")).json()
+    assert {key.partition(".")[0] for key in two["summary"]} == {"http", "registry"}
     assert only_http["summary"] and all(key.startswith("http.") for key in only_http["summary"])
     assert all(record["tool"] == "http" for record in only_http["records"])
 
