@@ -19,7 +19,7 @@ an endpoint in ``auth.py``. In short:
 Configuration (read in ``setup``): ``HOST`` (127.0.0.1), ``PORT`` (8000; 0 picks a free port, and
 the ``serving on http://host:port`` log line says which), ``SHUTDOWN_GRACE_SECONDS`` (10: how long
 in-flight requests may take to finish after SIGTERM), ``SSE_HEARTBEAT_SECONDS`` (15),
-``HTTP_ACCESS_LOG`` (off), ``HTTP_MAX_BODY_BYTES`` (10 MiB; larger bodies are a 413).
+``HTTP_ACCESS_LOG`` (off), ``HTTP_MAX_BODY_BYTES`` (1 MiB; larger bodies are a 413).
 
 uvicorn runs with httptools when installed, without lifespan events (the kernel owns the
 lifecycle) and without its own signal handlers (the kernel sets ``stop`` on SIGINT/SIGTERM).
@@ -66,7 +66,7 @@ except ImportError:  # pragma: no cover - uvicorn[standard] installs it
 log = logging.getLogger("keel.http")
 
 METHODS = frozenset({"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"})
-DEFAULT_MAX_BODY = 10 * 1024 * 1024
+DEFAULT_MAX_BODY = 1024 * 1024
 
 
 class HttpTool(BaseTool):
