@@ -160,7 +160,7 @@ async def test_without_the_packages_plugins_still_trace_through_no_ops(
     enable(monkeypatch)
     for name in [n for n in sys.modules if n == "opentelemetry" or n.startswith("opentelemetry.")]:
         monkeypatch.delitem(sys.modules, name)
-    monkeypatch.setitem(sys.modules, "opentelemetry", None)  # type: ignore[arg-type]
+    monkeypatch.setitem(sys.modules, "opentelemetry", None)
     async with booted(project(tmp_path, plugin=True)) as kernel:
         dump = kernel.registry.get_system_dump()
         assert dump["tools"]["telemetry"]["status"] == "OFF"
