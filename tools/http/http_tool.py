@@ -14,6 +14,7 @@ an endpoint in ``auth.py``. In short:
 - each route belongs to the plugin that registered it (the kernel's ``current_plugin_var``):
   ``release_owner`` removes them, another plugin registering the same method and path is a
   ``ValueError`` naming both, and the same plugin registering it again replaces it (reload);
+- ``add_page`` serves fixed non-JSON content (an HTML page and its assets, ``page.py``);
 - OpenAPI at ``/docs`` and ``/openapi.json`` documents every route with its models and tags.
 
 Configuration (read in ``setup``): ``HOST`` (127.0.0.1), ``PORT`` (8000; 0 picks a free port, and
@@ -53,6 +54,7 @@ from core.settings import env_flag, env_float
 from .auth import AdminCheck, AuthGate, AuthMode, Validator, check_mode, is_admin
 from .endpoint import EndpointSpec, make_endpoint_app
 from .envelope import envelope, problem_for
+from .page import build_page, make_page_app
 from .request_id import REQUEST_ID_KEY, RequestIdMiddleware
 from .routes import KeelRoute
 from .server import HTTP_PROTOCOL, KeelServer, bind_socket, url_of
@@ -155,6 +157,22 @@ class HttpTool(BaseTool):
         closer = Closer()
         app = make_sse_app(spec, self._gate, self.max_body, self._streams, closer, lambda: self.heartbeat)
         self._register(KeelRoute(spec, app, closer))
+
+    def add_page(
+        self,
+        path: str,
+        content: bytes | str,
+        media_type: str = "text/html; charset=utf-8",
+        *,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        """Serve fixed ``content`` (bytes, or str as UTF-8) at ``GET path``: a page, script or stylesheet."""
+        app = make_page_app(build_page(content, media_type, headers))
+        spec = self._spec(path, "GET", app, None, False, sse=False)
+        route = KeelRoute(dataclasses.replace(spec, identity=f"page {path}"), app)
+        route.methods = {"GET", "HEAD"}
+        route.include_in_schema = False  # a page is not part of the API
+        self._register(route)
 
     def get_endpoints(self) -> list[dict[str, Any]]:
         """Every registered endpoint: method, path, owner, identity, auth, tags, sse."""
