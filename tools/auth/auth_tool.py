@@ -1,18 +1,17 @@
 """The ``auth`` tool: JWT bearer tokens and password hashes, configured from ``AUTH_*``.
 
-Configuration (read in ``setup()``; see :mod:`tools.auth.config` for the checks):
+Configuration (read in ``setup()``; :mod:`tools.auth.config` has the checks), default in brackets:
 
-================================  =========  =====================================================
-``AUTH_SECRET_KEY``               none       the HMAC secret; absent means ``auth`` is OFF
-``AUTH_ALGORITHM``                HS256      HS256/384/512, or RS*/PS*/ES* with the key files below
-``AUTH_PRIVATE_KEY_FILE``         none       PEM private key (RS/PS/ES): needed to issue tokens
-``AUTH_PUBLIC_KEY_FILE``          none       PEM public key (RS/PS/ES): enough to verify them
-``AUTH_TOKEN_EXPIRE_MINUTES``     60         lifetime of a token unless ``expires_delta`` is given
-``AUTH_LEEWAY_SECONDS``           10         clock skew tolerated on ``exp``/``nbf``/``iat`` (0..300)
-``AUTH_ISSUER``/``AUTH_AUDIENCE`` none       set into new tokens and required of verified ones
-``AUTH_SCRYPT_LOG2_N``/``_R``/``_P``  15/8/3  password hashing cost (see :mod:`tools.auth.passwords`)
-``AUTH_HASH_CONCURRENCY``         CPUs       password hashes computed at once by the async methods
-================================  =========  =====================================================
+- ``AUTH_SECRET_KEY`` [none]: the HMAC secret; without it ``auth`` is OFF.
+- ``AUTH_ALGORITHM`` [HS256]: HS256/384/512, or RS*/PS*/ES* with the key files below.
+- ``AUTH_PRIVATE_KEY_FILE`` / ``AUTH_PUBLIC_KEY_FILE`` [none]: PEM keys for RS/PS/ES; the private
+  key is needed to issue tokens, the public one is enough to verify them.
+- ``AUTH_TOKEN_EXPIRE_MINUTES`` [60]: a token's lifetime unless ``expires_delta`` is given.
+- ``AUTH_LEEWAY_SECONDS`` [10]: clock skew tolerated on ``exp``/``nbf``/``iat`` (0 to 300).
+- ``AUTH_ISSUER`` / ``AUTH_AUDIENCE`` [none]: put into new tokens and required of verified ones.
+- ``AUTH_SCRYPT_LOG2_N`` / ``AUTH_SCRYPT_R`` / ``AUTH_SCRYPT_P`` [15 / 8 / 3]: password hashing
+  cost (:mod:`tools.auth.passwords`).
+- ``AUTH_HASH_CONCURRENCY`` [CPU count]: password hashes the async methods compute at once.
 
 Two ways to check a token, because they serve different callers. :meth:`AuthTool.verify_token`
 raises a :class:`~tools.auth.errors.TokenError` (a 401 if it escapes a handler).

@@ -128,7 +128,7 @@ class TokenCodec:
         if not isinstance(token, str):
             return
         try:
-            entry = (float(claims["exp"]), json.dumps(claims))
+            entry = (float(int(claims["exp"])), json.dumps(claims))  # PyJWT compares int(exp)
         except (TypeError, ValueError):
             return
         with self._verified_lock:

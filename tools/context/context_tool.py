@@ -83,7 +83,7 @@ class ContextTool(BaseTool):
             return []
         views = []
         for directory in sorted(
-            p for p in domains_dir.iterdir() if p.is_dir() and not p.name.startswith((".", "_"))
+            p for p in domains_dir.iterdir() if p.is_dir() and not p.name.startswith((".", "__"))
         ):
             plugin_files = [
                 scan_plugin_file(path, self._relative(path)) for path in _python_files(directory / "plugins")

@@ -128,8 +128,12 @@ class TelemetryTool(BaseTool):
 
     # -- what plugins use -----------------------------------------------------------------------
 
-    def is_enabled(self) -> bool:
-        """Whether spans and metrics are really recorded (False: every object handed out is a no-op)."""
+    @property
+    def enabled(self) -> bool:
+        """Whether spans and metrics are really recorded (False: every object handed out is a no-op).
+
+        A property so that asking goes through the ToolProxy without counting as a successful call.
+        """
         return self._providers is not None
 
     def get_tracer(self, name: str = DEFAULT_SCOPE, version: str | None = None) -> Any:

@@ -137,7 +137,7 @@ async def test_off_by_default_the_tool_is_off_and_hands_out_no_ops(tmp_path: Pat
         await plugin.execute({})
         assert plugin.result == "hello plugin"
         telemetry = kernel.container.get("telemetry")
-        assert not telemetry.is_enabled()
+        assert not telemetry.enabled
         assert telemetry.memory_exporter is None
         assert kernel.container.span_factory is None
         assert kernel.registry.metrics_sinks == []
@@ -180,6 +180,7 @@ async def test_without_the_packages_plugins_still_trace_through_no_ops(
 
 
 async def test_each_tool_call_is_a_span_named_after_tool_and_method(kernel: Kernel) -> None:
+    assert kernel.container.get("telemetry").enabled
     greeter = kernel.container.get("greeter")
     assert greeter.greet("a") == "hello a"
     assert await greeter.agreet("b") == "hello b"
