@@ -9,7 +9,8 @@ path, while a path built at run time shows as ``<dynamic>``.
   their injected tools and first doc line; ``add_endpoint``/``add_sse_endpoint`` calls (method,
   path, ``auth``, request model); ``publish``/``subscribe`` calls with a literal event name;
 * model files (``domains/<d>/models/*.py``): every class with its bases, first doc line and
-  annotated fields (``name: type`` with whether it has a default).
+  annotated fields (``name: type`` with whether it has a default; a pydantic/dataclass
+  ``Field(...)``/``field(...)`` counts as one only when it gives ``default`` or ``default_factory``).
 
 A file that does not parse is reported with its syntax error instead of failing the scan.
 """
@@ -200,7 +201,7 @@ def _model_class(node: ast.ClassDef) -> ModelClass:
     fields: list[ModelField] = []
     for item in node.body:
         if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
-            fields.append(ModelField(item.target.id, ast.unparse(item.annotation), item.value is not None))
+            fields.append(ModelField(item.target.id, ast.unparse(item.annotation), _has_default(item.value)))
         elif isinstance(item, ast.Assign) and _is_enum(node):
             fields.extend(
                 ModelField(target.id, "", True) for target in item.targets if isinstance(target, ast.Name)
@@ -208,6 +209,18 @@ def _model_class(node: ast.ClassDef) -> ModelClass:
     return ModelClass(
         node.name, tuple(ast.unparse(base) for base in node.bases), _first_doc_line(node), tuple(fields)
     )
+
+
+def _has_default(value: ast.expr | None) -> bool:
+    """Whether a field is optional: ``x: int = 1`` is, ``x: int = Field(min_length=3)`` is not."""
+    if value is None:
+        return False
+    if isinstance(value, ast.Call) and _dotted_tail(value.func) in ("Field", "field"):
+        if value.args:
+            first = value.args[0]
+            return not (isinstance(first, ast.Constant) and first.value is Ellipsis)
+        return any(keyword.arg in ("default", "default_factory") for keyword in value.keywords)
+    return True
 
 
 def _is_enum(node: ast.ClassDef) -> bool:

@@ -285,3 +285,39 @@ async def test_a_root_without_domains_still_gets_a_file(tmp_path: Path) -> None:
     text = (root / "AI_CONTEXT.md").read_text()
     assert "## Domains\n\nNo domains.\n" in text
     assert text.endswith("## Not running\n\nEverything that was found is running.\n")
+
+
+def test_field_calls_only_count_as_defaults_when_they_give_one(tmp_path: Path) -> None:
+    from tools.context.source_scan import scan_model_file
+
+    path = write(
+        tmp_path,
+        "m.py",
+        """
+        from dataclasses import dataclass, field
+        from pydantic import BaseModel, Field
+
+        class Shapes(BaseModel):
+            required: str = Field(min_length=3)
+            also_required: str = Field(..., max_length=9)
+            given: int = Field(5, ge=0)
+            keyword: int = Field(default=1)
+            factory: list[int] = Field(default_factory=list)
+            plain: bool = False
+
+        @dataclass
+        class Record:
+            items: list[int] = field(default_factory=list)
+            name: str = field(repr=False)
+        """,
+    )
+    (shapes, record) = scan_model_file(path, "m.py").classes
+    assert [(f.name, f.has_default) for f in shapes.fields] == [
+        ("required", False),
+        ("also_required", False),
+        ("given", True),
+        ("keyword", True),
+        ("factory", True),
+        ("plain", True),
+    ]
+    assert [(f.name, f.has_default) for f in record.fields] == [("items", True), ("name", False)]
