@@ -10,9 +10,9 @@ defines ``health_check()`` and is not OFF is asked, concurrently, each answer bo
 
 The checks call the raw tools from the container, bypassing the ToolProxy, so a health check is
 neither a metric nor counted by the proxy's failure streak; statuses are written straight to the
-kernel's registry (a repeated verdict only refreshes the message). ``check_once()`` runs one pass
-(tests call it instead of waiting for the timer). A plain ``def health_check`` runs in its own
-daemon thread.
+kernel's registry, only when they change (a tool that is DEAD already keeps its first reason,
+say why its setup failed). ``check_once()`` runs one pass (tests call it instead of waiting for
+the timer). A plain ``def health_check`` runs in its own daemon thread.
 """
 
 from __future__ import annotations
@@ -91,5 +91,6 @@ class ToolHealthPlugin(BasePlugin):
                 self._set(name, ToolStatus.OK, RECOVERED)
 
     def _set(self, name: str, status: ToolStatus, message: str) -> None:
-        # The registry logs only a change of status, so repeating an unhealthy verdict is quiet.
-        self.container.registry.update_tool_status(name, status, message)
+        registry = self.container.registry
+        if registry.tool_status(name) is not status:  # the same verdict again keeps the first reason
+            registry.update_tool_status(name, status, message)

@@ -158,3 +158,12 @@ def test_intervals_must_be_positive(monkeypatch: pytest.MonkeyPatch, name: str) 
     monkeypatch.setenv(name, "0")
     with pytest.raises(ValueError, match=name):
         ToolHealthPlugin(System().container)
+
+
+async def test_a_dead_tool_keeps_its_first_reason(env: pytest.MonkeyPatch) -> None:
+    db = probe("db")
+    system = System(db)
+    system.registry.update_tool_status("db", ToolStatus.DEAD, "setup() raised OSError: connection refused")
+    db.answer = RuntimeError("still down")
+    await ToolHealthPlugin(system.container).check_once()
+    assert system.status("db") == ("DEAD", "setup() raised OSError: connection refused")
