@@ -20,6 +20,7 @@ from core.errors import (
     ToolNotConfiguredError,
     ToolNotFoundError,
     ToolUnavailableError,
+    TooManyRequestsError,
     UnauthorizedError,
 )
 from core.kernel import Kernel
@@ -40,6 +41,7 @@ __all__ = [
     "Registry",
     "RequestError",
     "ServiceUnavailableError",
+    "TooManyRequestsError",
     "ToolNotConfiguredError",
     "ToolNotFoundError",
     "ToolProxy",

@@ -51,7 +51,7 @@ class _ToolHealth:
 
     def succeeded(self) -> None:
         self.streak = 0
-        if self.state.status is ToolStatus.DEAD:
+        if self.state.status is ToolStatus.DEAD and not self.state.setup_failed:
             self.registry.update_tool_status(self.name, ToolStatus.OK, "Recovered")
 
     def failed(self, exc: Exception) -> None:

@@ -23,6 +23,7 @@ __all__ = [
     "ServiceUnavailableError",
     "ToolNotConfiguredError",
     "ToolNotFoundError",
+    "TooManyRequestsError",
     "ToolUnavailableError",
     "UnauthorizedError",
 ]
@@ -60,6 +61,7 @@ class ErrorKind(StrEnum):
     UNAUTHORIZED = "unauthorized"
     INVALID = "invalid"
     UNAVAILABLE = "unavailable"
+    RATE_LIMITED = "rate_limited"
     BAD_REQUEST = "bad_request"
     METHOD_NOT_ALLOWED = "method_not_allowed"
     INTERNAL = "internal"
@@ -95,6 +97,17 @@ class UnauthorizedError(RequestError):
 class InvalidInputError(RequestError):
     status_code = 422
     kind = ErrorKind.INVALID
+
+
+class TooManyRequestsError(RequestError):
+    """The caller must slow down; ``retry_after`` (seconds) becomes the Retry-After header."""
+
+    status_code = 429
+    kind = ErrorKind.RATE_LIMITED
+
+    def __init__(self, message: str, *, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 class ServiceUnavailableError(RequestError):

@@ -98,9 +98,7 @@ class Kernel:
     def _discover_tools(self) -> list[BaseTool]:
         tools_dir = self.root / "tools"
         found: dict[str, tuple[type[BaseTool], Path]] = {}
-        for path in sorted(tools_dir.rglob("*.py")) if tools_dir.is_dir() else []:
-            if "__pycache__" in path.parts or path.name.startswith("test_"):
-                continue
+        for path in _python_files(tools_dir):
             relative = self._relative(path)
             try:
                 module = import_file(self.root, path)
@@ -143,10 +141,10 @@ class Kernel:
             self.registry.update_tool_status(tool.name, ToolStatus.OFF, str(exc))
         except TimeoutError:
             reason = f"setup() timed out after {limit:g}s (TOOL_SETUP_TIMEOUT)"
-            self.registry.update_tool_status(tool.name, ToolStatus.DEAD, reason)
+            self.registry.mark_setup_failed(tool.name, reason)
         except Exception as exc:
             log.exception("tool %s: setup() raised", tool.name)
-            self.registry.update_tool_status(tool.name, ToolStatus.DEAD, f"setup() raised {_describe(exc)}")
+            self.registry.mark_setup_failed(tool.name, f"setup() raised {_describe(exc)}")
 
     def _plugin_files(self) -> list[Path]:
         domains = self.root / "domains"
@@ -288,8 +286,11 @@ class Kernel:
 
     # -- running and stopping ------------------------------------------------------------------
 
-    async def serve(self) -> None:
-        """Run every tool's ``serve(stop)`` until the stop event is set and they have drained."""
+    async def serve(self) -> bool:
+        """Run every tool's ``serve(stop)`` until the stop event is set and they have drained.
+
+        Returns False when a tool's ``serve()`` failed (its port was taken, say): the process then
+        exits non-zero instead of pretending it served."""
         if self.stop_event is None:
             raise RuntimeError("boot() the kernel before serving it")
         servers = [
@@ -300,11 +301,12 @@ class Kernel:
         ]
         if not servers:
             await self.stop_event.wait()
-            return
+            return True
         results = await asyncio.gather(*servers, return_exceptions=True)
-        for result in results:
-            if isinstance(result, BaseException):
-                log.error("a tool's serve() failed", exc_info=result)
+        failures = [result for result in results if isinstance(result, BaseException)]
+        for failure in failures:
+            log.error("a tool's serve() failed", exc_info=failure)
+        return not failures
 
     def request_stop(self) -> None:
         if self.stop_event is not None:
@@ -355,18 +357,17 @@ class Kernel:
                 loop.add_signal_handler(sig, self.request_stop)
             except (NotImplementedError, RuntimeError):  # pragma: no cover - non-Unix
                 signal.signal(sig, lambda *_: loop.call_soon_threadsafe(self.request_stop))
+        served = False
         try:
-            await self.serve()
+            served = await self.serve()
         finally:
             await self.shutdown()
-        return 0
+        return 0 if served else 1
 
     def _tool_classes(self) -> Iterable[type[BaseTool]]:
         """Tool classes, imported without constructing them (to choose the event loop)."""
         tools_dir = self.root / "tools"
-        for path in sorted(tools_dir.rglob("*.py")) if tools_dir.is_dir() else []:
-            if "__pycache__" in path.parts or path.name.startswith("test_"):
-                continue
+        for path in _python_files(tools_dir):
             try:
                 module = import_file(self.root, path)
             except Exception:
@@ -434,6 +435,18 @@ async def _hook(fn: Callable[[], Any]) -> Any:
     return result
 
 
+def _python_files(directory: Path) -> list[Path]:
+    """Every ``*.py`` below ``directory``, following linked folders (``Path.rglob`` does not on
+    Python 3.11), skipping caches and test files; sorted so discovery order is stable."""
+    found: list[Path] = []
+    for folder, subfolders, files in os.walk(directory, followlinks=True):
+        subfolders[:] = sorted(d for d in subfolders if d != "__pycache__")
+        found.extend(
+            Path(folder, name) for name in files if name.endswith(".py") and not name.startswith("test_")
+        )
+    return sorted(found)
+
+
 def _init_parameters(cls: type) -> list[tuple[str, bool]]:
     """``(name, required)`` for each named ``__init__`` parameter after ``self``.
 
@@ -476,7 +489,7 @@ def _describe(exc: BaseException) -> str:
     """``Type: message`` plus where it happened, short enough for the dump."""
     where = ""
     if isinstance(exc, SyntaxError):
-        where = f" ({Path(exc.filename or '?').name}, line {exc.lineno})"
+        return f"{type(exc).__name__}: {exc.msg} ({Path(exc.filename or '?').name}, line {exc.lineno})"
     else:
         frames = traceback.extract_tb(exc.__traceback__)
         if frames:

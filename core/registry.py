@@ -55,6 +55,9 @@ class ToolState:
     message: str | None = None
     file: str | None = None
     since: float = field(default_factory=time.time)
+    setup_failed: bool = False
+    """DEAD because ``setup()`` failed: a later successful call does not mean the tool is set up,
+    so only a passing health check (or an explicit OK) brings it back."""
 
 
 @dataclass
@@ -99,6 +102,8 @@ class Registry:
             self._tools[name] = ToolState(ToolStatus(status), message)
             return
         new_status = ToolStatus(status)
+        if new_status is ToolStatus.OK:
+            state.setup_failed = False
         if new_status is not state.status:
             state.since = time.time()
             log.log(
@@ -111,6 +116,10 @@ class Registry:
             )
         state.status = new_status
         state.message = message
+
+    def mark_setup_failed(self, name: str, reason: str) -> None:
+        self.update_tool_status(name, ToolStatus.DEAD, reason)
+        self._tools[name].setup_failed = True
 
     def tool_status(self, name: str) -> ToolStatus | None:
         state = self._tools.get(name)

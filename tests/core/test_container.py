@@ -247,3 +247,16 @@ def test_raw_tools_bypass_the_proxy(registry: Registry, tool: Sample) -> None:
     assert container.get_raw_tools() == {"sample": tool}
     container.get_raw_tools()["sample"].add(1, 1)
     assert registry.get_metrics() == []
+
+
+def test_a_tool_whose_setup_failed_is_not_revived_by_a_call(proxy: Any, registry: Registry) -> None:
+    registry.mark_setup_failed("sample", "setup() raised ValueError: key too short")
+    assert proxy.add(1, 1) == 2
+    assert registry.tool_status("sample") is ToolStatus.DEAD
+    registry.update_tool_status("sample", ToolStatus.OK, "Recovered")  # a passing health check
+    tool_error = ValueError("x")
+    proxy._keel_tool.fail_with = tool_error
+    with pytest.raises(ValueError):
+        proxy.add(1, 1)
+    proxy._keel_tool.fail_with = None
+    assert registry.tool_status("sample") is ToolStatus.OK

@@ -381,3 +381,13 @@ async def test_dump_is_a_snapshot(root: Path) -> None:
         fresh = kernel.registry.get_system_dump()
         assert fresh["tools"]["greeter"]["status"] == "OK"
         assert "good.Caller" in fresh["plugins"]
+
+
+async def test_linked_tool_folders_are_discovered(tmp_path: Path) -> None:
+    source = tmp_path / "elsewhere"
+    write(source, "greeter/greeter_tool.py", GREETER_TOOL)
+    root = tmp_path / "root"
+    (root / "tools").mkdir(parents=True)
+    (root / "tools" / "greeter").symlink_to(source / "greeter", target_is_directory=True)
+    async with booted(root) as kernel:
+        assert kernel.container.get("greeter").greet("link") == "hello link"
