@@ -140,7 +140,7 @@ greeter: Says hello.
 ## Not running
 
 - plugin `shop.Shipping` is DEAD: missing required tools: missing_tool
-- `domains/shop/plugins/typo.py` did not load: SyntaxError: invalid syntax (typo.py, line 1) (typo.py, line 1)
+- `domains/shop/plugins/typo.py` did not load: SyntaxError: invalid syntax (typo.py, line 1)
 """
 )
 
