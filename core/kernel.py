@@ -28,7 +28,7 @@ from core.base_plugin import BasePlugin
 from core.base_tool import BaseTool
 from core.container import Container
 from core.context import bound, current_identity_var, current_plugin_var
-from core.errors import KernelBootError, ToolNotConfiguredError
+from core.errors import KernelBootError, ToolNotConfiguredError, ToolUnavailableError
 from core.loader import forget, import_file
 from core.registry import PluginStatus, Registry, ToolStatus
 from core.settings import env_float, load_dotenv
@@ -142,7 +142,13 @@ class Kernel:
         except TimeoutError:
             reason = f"setup() timed out after {limit:g}s (TOOL_SETUP_TIMEOUT)"
             self.registry.mark_setup_failed(tool.name, reason)
+        except ToolUnavailableError as exc:
+            # Its infrastructure is unreachable: the tool reconnects by itself, and its first
+            # successful call (or health check) marks it OK again.
+            log.error("tool %s: setup() found its infrastructure unavailable: %s", tool.name, exc)
+            self.registry.update_tool_status(tool.name, ToolStatus.DEAD, f"setup() raised {_describe(exc)}")
         except Exception as exc:
+            # A misconfiguration: a later successful call does not mean it is set up.
             log.exception("tool %s: setup() raised", tool.name)
             self.registry.mark_setup_failed(tool.name, f"setup() raised {_describe(exc)}")
 
