@@ -100,14 +100,15 @@ class InvalidInputError(RequestError):
 
 
 class TooManyRequestsError(RequestError):
-    """The caller must slow down; ``retry_after`` (seconds) becomes the Retry-After header."""
+    """The caller must slow down; ``retry_after`` (whole seconds) becomes the Retry-After header."""
 
     status_code = 429
     kind = ErrorKind.RATE_LIMITED
 
-    def __init__(self, message: str, *, retry_after: float | None = None) -> None:
+    def __init__(self, message: str, *, retry_after: int | None = None) -> None:
         super().__init__(message)
         self.retry_after = retry_after
+        self.headers = {"Retry-After": str(retry_after)} if retry_after is not None else {}
 
 
 class ServiceUnavailableError(RequestError):

@@ -35,24 +35,19 @@ from collections import OrderedDict, deque
 from collections.abc import Callable
 from typing import Any
 
-from core import BasePlugin, RequestError, UnauthorizedError
-from core.errors import ErrorKind
+from core import BasePlugin, TooManyRequestsError, UnauthorizedError
 from domains.users.models.user import LoginRequest, TokenOut
 
 MAX_TRACKED_KEYS = 100_000
 UNKNOWN_ADDRESS = "unknown"
 
 
-class TooManyLoginAttempts(RequestError):
+class TooManyLoginAttempts(TooManyRequestsError):
     """429: too many failed logins; ``Retry-After`` says when to try again."""
-
-    status_code = 429
-    kind = ErrorKind.BAD_REQUEST
 
     def __init__(self, retry_after: float) -> None:
         seconds = max(1, math.ceil(retry_after))
-        super().__init__(f"too many failed logins; try again in {seconds} seconds")
-        self.headers = {"Retry-After": str(seconds)}
+        super().__init__(f"too many failed logins; try again in {seconds} seconds", retry_after=seconds)
 
 
 class LoginThrottle:

@@ -168,6 +168,7 @@ async def test_an_account_is_locked_after_five_failures_even_for_the_right_passw
     assert locked.status_code == 429
     assert 890 <= int(locked.headers["retry-after"]) <= 900
     assert "too many failed logins" in locked.json()["error"]["message"]
+    assert locked.json()["error"]["kind"] == "rate_limited"
     assert (await register(client, "other-user")).status_code == 201
     assert (await login(client, "other-user")).status_code == 200, "another account is not locked"
 
