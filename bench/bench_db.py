@@ -96,7 +96,7 @@ async def raw_single(conn: Any) -> None:
 async def keel_run(ws: Workspace, body: Callable[[Any], Awaitable[None]], *, proxy: bool) -> float:
     kernel = await ws.kernel(ws.fresh_file())
     try:
-        db = kernel.container.get("db") if proxy else kernel.container.get_raw_tools()["db"]
+        db: Any = kernel.container.get("db") if proxy else kernel.container.get_raw_tools()["db"]
         await db.execute(TABLE)
         started = time.perf_counter()
         await body(db)

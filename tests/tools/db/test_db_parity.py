@@ -75,7 +75,7 @@ async def test_returning_gives_ids_and_execute_counts_returned_rows(db: DbTool) 
 
 async def test_executemany_inserts_every_row_atomically(db: DbTool) -> None:
     await make_items(db)
-    assert await db.executemany("INSERT INTO items (name, qty) VALUES ($1, $2)", [("a", 1), ["b", 2]]) is None
+    await db.executemany("INSERT INTO items (name, qty) VALUES ($1, $2)", [("a", 1), ["b", 2]])
     with pytest.raises(DatabaseError) as caught:
         await db.executemany("INSERT INTO items (name, qty) VALUES ($1, $2)", [("c", 1), ("a", 9)])
     assert caught.value.kind is DbErrorKind.UNIQUE_VIOLATION

@@ -1,0 +1,315 @@
+"""The ``event_bus`` tool: publish/subscribe between plugins, with causality and a trace.
+
+The contract::
+
+    event_id = await event_bus.publish("order.paid", {"order_id": 7})     # JSON payloads only
+    await event_bus.subscribe("order.paid", self.on_paid)                 # handler(event)
+    await event_bus.unsubscribe("order.paid", self.on_paid)
+    answer = await event_bus.request("price.quote", {"sku": "A"}, timeout=2.0)
+
+Choices this module makes (each is tested):
+
+- **Handlers receive the whole** :class:`~tools.event_bus.events.Event` (``id``, ``name``,
+  ``payload``, ``parent_id``, ``emitter``, ``timestamp``), so one handler can serve several names
+  and see where an event came from. ``async def`` handlers run on the loop; plain ones run in a
+  worker thread, so a slow one never blocks the loop. A (name, handler) pair is subscribed once;
+  subscribing it again changes nothing.
+- **Each subscriber runs in its own task** with ``current_event_id_var`` set to the event's id and
+  ``current_identity_var`` to the handler's identity (``<domain>.<Class>.<method>``), reset when
+  it returns. So an event published by a subscriber gets ``parent_id`` = the event it is handling
+  (chains are causal), log lines it writes are attributed to it, and an HTTP request id set by the
+  ``http`` tool becomes the root of the chain the request starts.
+- **Failures are isolated.** A subscriber that raises is logged (with its identity, the event and
+  the traceback) and counted; the others still get the event and ``publish`` never sees it.
+- **Payloads** are JSON values, checked and deep-frozen once at ``publish``
+  (:mod:`tools.event_bus.payload`): something else raises ``EventPayloadError`` and nothing is sent.
+- **Ids** are unique strings: a random prefix per bus plus a counter (cheap, and unique across
+  processes through the prefix), not UUIDs.
+- **Request/reply**: ``request`` publishes an event and waits for the first subscriber that
+  returns something other than ``None``; that value (a JSON value) is the answer. No subscriber,
+  or every subscriber finishing without an answer, raises ``EventNoReplyError`` at once; no answer
+  in time raises ``EventRequestTimeout`` (subscribers still running are left to finish).
+- **Owners**: a subscription made while a plugin boots records that plugin
+  (``current_plugin_var``); ``release_owner`` drops them all when the plugin is unloaded.
+- **The trace** keeps the newest ``EVENT_TRACE_BUFFER`` records (default 1000), see
+  :mod:`tools.event_bus.trace`; ``trace_tree(root)`` and ``trace_stream()`` serve the system
+  endpoints.
+
+``EVENT_BUS_URL`` chooses the backend (:mod:`tools.event_bus.backend`); empty means in-process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import uuid
+from collections.abc import AsyncGenerator
+from time import perf_counter, time
+from typing import Any
+
+from core.base_tool import BaseTool
+from core.context import current_event_id_var, current_identity_var, current_plugin_var, identity_of
+
+from .backend import EventBackend, InProcessBackend, make_backend
+from .errors import EventBusError, EventNoReplyError, EventPayloadError, EventRequestTimeout
+from .events import Event, Handler, Subscription
+from .payload import freeze_json
+from .trace import Outcome, TraceListener, TraceLog, TraceRecord
+
+log = logging.getLogger("keel.event_bus")
+
+DEFAULT_TRACE_BUFFER = 1000
+DRAIN_SECONDS = 5.0
+
+_event_var = current_event_id_var
+_identity_var = current_identity_var
+_current_task = asyncio.current_task
+_new_event = tuple.__new__  # Event(...) without the generated __new__'s argument handling
+_NO_SUBSCRIBERS: tuple[tuple[Subscription, ...], list[str]] = ((), [])
+
+
+class EventBusTool(BaseTool):
+    """Publish/subscribe with causal parent ids, subscriber identity, request/reply and a trace."""
+
+    name = "event_bus"
+
+    def __init__(self) -> None:
+        self._backend: EventBackend = InProcessBackend()
+        self._backend.bind(self._receive)
+        self._trace = TraceLog(DEFAULT_TRACE_BUFFER)
+        # name -> (subscriptions, their identities); replaced, never mutated, so a delivery
+        # in progress keeps the tuple it started with.
+        self._subscribers: dict[str, tuple[tuple[Subscription, ...], list[str]]] = {}
+        self._replies: dict[str, asyncio.Future[Any]] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._prefix = uuid.uuid4().hex[:12] + "-"
+        self.published = 0  # also the number in the next event's id
+        self.failed_deliveries = 0
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+
+    async def setup(self) -> None:
+        self._backend = make_backend(os.environ.get("EVENT_BUS_URL", ""))
+        self._backend.bind(self._receive)
+        self._trace = TraceLog(_trace_buffer_size())
+        await self._backend.start()
+
+    async def shutdown(self) -> None:
+        """Let deliveries in flight finish (bounded), cancel the rest, close the backend."""
+        tasks = set(self._tasks)
+        if tasks:
+            _, pending = await asyncio.wait(tasks, timeout=DRAIN_SECONDS)
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
+        await self._backend.close()
+
+    def release_owner(self, owner: str) -> None:
+        """Forget every subscription made by plugin ``owner``."""
+        for name, (subscriptions, _) in list(self._subscribers.items()):
+            kept = tuple(s for s in subscriptions if s.owner != owner)
+            if len(kept) != len(subscriptions):
+                self._set(name, kept)
+
+    # -- publishing --------------------------------------------------------------------------------
+
+    async def publish(self, name: str, payload: Any = None) -> str:
+        """Send an event to every subscriber of ``name``; return its id at once."""
+        if type(name) is not str or not name:
+            raise EventBusError(f"an event name is a non-empty string, got {name!r}")
+        self.published = number = self.published + 1
+        event: Event = _new_event(
+            Event,
+            (
+                f"{self._prefix}{number}",
+                name,
+                freeze_json(payload),
+                _event_var.get(),
+                _identity_var.get(),
+                time(),
+            ),
+        )
+        handing_over = self._backend.send(event)
+        if handing_over is not None:
+            await handing_over
+        return event.id
+
+    async def request(self, name: str, payload: Any = None, timeout: float = 5.0) -> Any:  # noqa: ASYNC109
+        """Publish and wait for the first subscriber that returns a value; return that value."""
+        event = self._event(name, payload)
+        answer: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._replies[event.id] = answer
+        try:
+            handing_over = self._backend.send(event)
+            if handing_over is not None:
+                await handing_over
+            async with asyncio.timeout(timeout):
+                return await answer
+        except TimeoutError:
+            raise EventRequestTimeout(f"no reply to {name!r} within {timeout:g}s") from None
+        finally:
+            self._replies.pop(event.id, None)
+
+    def _event(self, name: str, payload: Any) -> Event:
+        if type(name) is not str or not name:
+            raise EventBusError(f"an event name is a non-empty string, got {name!r}")
+        frozen = freeze_json(payload)
+        self.published = number = self.published + 1
+        return _new_event(
+            Event, (f"{self._prefix}{number}", name, frozen, _event_var.get(), _identity_var.get(), time())
+        )
+
+    # -- subscribing -------------------------------------------------------------------------------
+
+    async def subscribe(self, name: str, handler: Handler) -> None:
+        """Call ``handler(event)`` for every event named ``name`` from now on."""
+        if type(name) is not str or not name:
+            raise EventBusError(f"an event name is a non-empty string, got {name!r}")
+        if not callable(handler):
+            raise EventBusError(f"a subscriber must be callable, got {handler!r}")
+        subscriptions = self._subscribers.get(name, _NO_SUBSCRIBERS)[0]
+        if any(s.handler == handler for s in subscriptions):
+            return
+        subscription = Subscription(name, handler, identity_of(handler), current_plugin_var.get())
+        self._set(name, (*subscriptions, subscription))
+
+    async def unsubscribe(self, name: str, handler: Handler) -> bool:
+        """Stop calling ``handler`` for ``name``; False if it was not subscribed."""
+        subscriptions = self._subscribers.get(name, _NO_SUBSCRIBERS)[0]
+        kept = tuple(s for s in subscriptions if s.handler != handler)
+        self._set(name, kept)
+        return len(kept) != len(subscriptions)
+
+    def _set(self, name: str, subscriptions: tuple[Subscription, ...]) -> None:
+        if subscriptions:
+            self._subscribers[name] = (subscriptions, [s.identity for s in subscriptions])
+        else:
+            self._subscribers.pop(name, None)
+
+    def subscriptions(self) -> list[dict[str, Any]]:
+        """Every subscription with its owner and its delivered/failed counters."""
+        return [s.snapshot() for subs, _ in self._subscribers.values() for s in subs]
+
+    # -- delivering --------------------------------------------------------------------------------
+
+    def _receive(self, event: Event) -> None:
+        subscriptions, identities = self._subscribers.get(event.name, _NO_SUBSCRIBERS)
+        if not subscriptions:
+            self._trace.open(event, identities)
+            self._unanswered(event)
+            return
+        record = TraceRecord(event, identities)
+        self._trace.keep(record)
+        # Each task is held here until its own ``finally`` drops it (cheaper than a done-callback,
+        # which would cost the loop one more scheduled call per delivery).
+        add = self._tasks.add
+        create_task = asyncio.get_running_loop().create_task
+        deliver = self._deliver
+        for index, subscription in enumerate(subscriptions):
+            add(create_task(deliver(subscription, event, record, index)))
+
+    async def _deliver(
+        self, subscription: Subscription, event: Event, record: TraceRecord, index: int
+    ) -> None:
+        event_token = _event_var.set(event.id)
+        identity_token = _identity_var.set(subscription.identity)
+        started = perf_counter()
+        outcome, error = Outcome.OK, None
+        try:
+            if subscription.is_async:
+                result = await subscription.handler(event)
+            else:
+                result = await asyncio.to_thread(subscription.handler, event)
+                if asyncio.iscoroutine(result):
+                    result = await result
+            if result is not None and self._replies:
+                self._answer(event, result)
+        except Exception as exc:
+            outcome, error = Outcome.ERROR, f"{type(exc).__name__}: {exc}"
+            subscription.failed += 1
+            self.failed_deliveries += 1
+            log.error(
+                "subscriber %s failed on %s (event %s): %s",
+                subscription.identity,
+                event.name,
+                event.id,
+                error,
+                exc_info=exc,
+                extra={"event_id": event.id, "event_name": event.name, "subscriber": subscription.identity},
+            )
+        except BaseException:
+            outcome = Outcome.CANCELLED
+            raise
+        finally:
+            now = perf_counter()
+            record.results[index] = (outcome, error, now - started)
+            record.pending -= 1
+            if record.pending == 0:
+                self._trace.complete(record, now)
+                if self._replies:
+                    self._unanswered(event)
+            _identity_var.reset(identity_token)
+            _event_var.reset(event_token)
+            self._tasks.discard(_current_task())
+
+    def _answer(self, event: Event, result: Any) -> None:
+        waiting = self._replies.get(event.id)
+        if waiting is None or waiting.done():
+            return
+        try:
+            waiting.set_result(freeze_json(result, what="reply"))
+        except EventPayloadError as exc:
+            waiting.set_exception(exc)
+
+    def _unanswered(self, event: Event) -> None:
+        waiting = self._replies.get(event.id)
+        if waiting is not None and not waiting.done():
+            subscribers = self._subscribers.get(event.name, _NO_SUBSCRIBERS)[0]
+            reason = "every subscriber finished without a reply" if subscribers else "nobody subscribes to it"
+            waiting.set_exception(EventNoReplyError(f"no reply to {event.name!r}: {reason}"))
+
+    # -- the trace ---------------------------------------------------------------------------------
+
+    def trace_records(self) -> list[dict[str, Any]]:
+        """The buffered trace records, oldest first."""
+        return self._trace.records()
+
+    def trace_tree(self, root: str) -> dict[str, Any] | None:
+        """The causal tree under ``root`` (an event id or an HTTP request id), or None."""
+        return self._trace.tree(root)
+
+    async def trace_stream(self, after: int | None = None) -> AsyncGenerator[dict[str, Any], None]:
+        """Trace records as they complete (first any completed after sequence number ``after``)."""
+        async for record in self._trace.stream(after):
+            yield record
+
+    def add_trace_listener(self, listener: TraceListener) -> None:
+        """Call ``listener(record)`` synchronously each time a record completes."""
+        self._trace.add_listener(listener)
+
+    def remove_trace_listener(self, listener: TraceListener) -> None:
+        self._trace.remove_listener(listener)
+
+    def stats(self) -> dict[str, Any]:
+        """Counters for the dump: events published, failed deliveries, deliveries in flight."""
+        return {
+            "backend": self._backend.describe(),
+            "published": self.published,
+            "failed_deliveries": self.failed_deliveries,
+            "in_flight": len(self._tasks),
+            "trace_buffer": self._trace.size,
+        }
+
+
+def _trace_buffer_size() -> int:
+    raw = os.environ.get("EVENT_TRACE_BUFFER", "").strip()
+    if not raw:
+        return DEFAULT_TRACE_BUFFER
+    try:
+        size = int(raw)
+    except ValueError:
+        raise ValueError(f"EVENT_TRACE_BUFFER must be a whole number, got {raw!r}") from None
+    if size < 1:
+        raise ValueError(f"EVENT_TRACE_BUFFER must be at least 1, got {size}")
+    return size
