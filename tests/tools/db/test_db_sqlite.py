@@ -3,17 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-import os
-import signal
 import sqlite3
-import sys
-import textwrap
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
-from tests.kit import PROJECT
 from tests.tools.db.db_fixtures import new_tool, started_tool
 from tools.db import sqlite as sqlite_engine
 from tools.db.db_tool import DbTool
@@ -210,58 +205,3 @@ async def test_busy_beyond_the_retries_is_a_busy_error(root: Path, monkeypatch: 
         assert waits == [0, 1, 2]
         async with db.transaction():  # nothing was left half-open by the failed BEGIN
             await db.execute("INSERT INTO items (id) VALUES (1)")
-
-
-# -- a crash in the middle of a transaction -------------------------------------------------------
-
-_CRASHING_WRITER = textwrap.dedent(
-    """
-    import asyncio, sys
-    from pathlib import Path
-    from core.registry import Registry
-    from tools.db.db_tool import DbTool
-
-    async def main() -> None:
-        db = DbTool()
-        db.bind(project_root=Path(sys.argv[1]), registry=Registry())
-        await db.setup()
-        await db.execute("CREATE TABLE IF NOT EXISTS items (id INTEGER PRIMARY KEY, batch INTEGER)")
-        async with db.transaction():
-            await db.executemany("INSERT INTO items (batch) VALUES ($1)", [(1,)] * 100)
-        async with db.transaction():
-            await db.executemany("INSERT INTO items (batch) VALUES ($1)", [(2,)] * 100)
-            await db.execute("UPDATE items SET batch = 3 WHERE batch = 1")
-            print("inside", flush=True)
-            await asyncio.Event().wait()
-
-    asyncio.run(main())
-    """
-)
-
-
-async def test_a_process_killed_inside_a_transaction_leaves_nothing_half_written(
-    root: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("DATABASE_URL", "sqlite:///data/crash.db")
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-c",
-        _CRASHING_WRITER,
-        str(root),
-        cwd=PROJECT,
-        stdout=asyncio.subprocess.PIPE,
-        env={**os.environ, "PYTHONPATH": str(PROJECT)},
-    )
-    try:
-        assert process.stdout is not None
-        line = await asyncio.wait_for(process.stdout.readline(), 60)
-        assert line.strip() == b"inside"
-    finally:
-        process.send_signal(signal.SIGKILL)
-        await process.wait()
-    assert process.returncode == -signal.SIGKILL
-    async with started_tool(root) as db:
-        assert await db.scalar("PRAGMA integrity_check") == "ok"
-        assert await db.query("SELECT batch, count(*) AS n FROM items GROUP BY batch") == [
-            {"batch": 1, "n": 100}
-        ]
