@@ -55,6 +55,7 @@
     OFF: { tone: "muted", mark: "○" },
     DEAD: { tone: "bad", mark: "✕" },
     "LOAD ERROR": { tone: "bad", mark: "✕" },
+    ERROR: { tone: "bad", mark: "✕" },
   };
 
   /** A status as text plus a colour and a mark: the colour is never the only signal. */
@@ -195,7 +196,7 @@
 
   // -- polling: status, health, metrics, version -----------------------------------------------
 
-  const view = { statusKey: "", metricsKey: "", metrics: {}, sort: { key: "key", descending: false } };
+  const view = { summaryKey: "", statusKey: "", metricsKey: "", metrics: {}, sort: { key: "key", descending: false } };
   const uptime = { base: null, at: 0 };
   let info = null;
   let infoFor = null;
@@ -222,7 +223,8 @@
         infoFor = processKey;
       }
       renderHeader(status);
-      renderStatus(status, health);
+      renderSummary(status, health, metrics.summary || {});
+      renderStatus(status);
       renderMetrics(metrics.summary || {});
       lastGoodPoll = Date.now();
       unreachableSince = null;
@@ -267,8 +269,8 @@
     return match ? match[1] : null;
   }
 
-  function renderStatus(status, health) {
-    const key = JSON.stringify([status.tools, status.plugins, status.load_errors, health.status]);
+  function renderStatus(status) {
+    const key = JSON.stringify([status.tools, status.plugins, status.load_errors]);
     if (key === view.statusKey) return; // unchanged: keep the DOM (and the reader's place) as it is
     view.statusKey = key;
     const tools = Object.entries(status.tools);
@@ -289,15 +291,19 @@
       else toolLoadErrors.push([file, error]);
     }
 
-    renderSummary(tools, plugins, loadErrors, health);
     renderDomains([...domains.entries()].sort(([a], [b]) => a.localeCompare(b)));
     renderTools(tools, toolLoadErrors);
     $("plugins-count").textContent = `${plural(plugins.length, "plugin")} in ${plural(domains.size, "domain")}`;
     $("tools-count").textContent = plural(tools.length, "tool");
   }
 
-  function renderSummary(tools, plugins, loadErrors, health) {
-    const count = (entries, status) => entries.filter(([, item]) => item.status === status).length;
+  function renderSummary(status, health, calls) {
+    const tools = Object.entries(status.tools);
+    const plugins = Object.entries(status.plugins);
+    const loadErrors = Object.keys(status.load_errors);
+    const callCount = Object.values(calls).reduce((sum, entry) => sum + entry.count, 0);
+    const callErrors = Object.values(calls).reduce((sum, entry) => sum + entry.errors, 0);
+    const count = (entries, wanted) => entries.filter(([, item]) => item.status === wanted).length;
     const toolsOk = count(tools, "OK");
     const toolProblems = tools.length - toolsOk - count(tools, "OFF");
     const dead = count(plugins, "DEAD");
@@ -330,7 +336,18 @@
         tone: loadErrors.length ? "bad" : "good",
         note: loadErrors.length ? "files failed to import" : "every file imported",
       },
+      {
+        label: "Tool calls",
+        value: callCount.toLocaleString(),
+        tone: callErrors ? "warn" : "good",
+        note: callErrors
+          ? `${plural(callErrors, "error")} (${((callErrors / callCount) * 100).toFixed(1)}%)`
+          : "no errors",
+      },
     ];
+    const key = JSON.stringify(items);
+    if (key === view.summaryKey) return;
+    view.summaryKey = key;
     $("summary").replaceChildren(
       ...items.map((item) =>
         h("li", { class: `summary-item tone-${item.tone}` },
@@ -740,7 +757,8 @@
     const node = $("log-state");
     if (logs.paused) {
       node.dataset.state = "paused";
-      node.textContent = `Paused · ${plural(logs.held.length, "new line")} held`;
+      const shown = logs.held.filter((line) => levelNumber(line.level) >= logs.minLevel).length;
+      node.textContent = `Paused · ${plural(shown, "new line")} held`;
       return;
     }
     node.dataset.state = stream ? stream.state : "connecting";
@@ -779,19 +797,20 @@
     // "0" on the first connection asks for the lines the server still keeps; from then on the
     // id of the last line received. A "dropped" event that opens that very first replay only says
     // that older lines were not kept, which this client never asked for: it is not counted.
-    let firstReplay = true;
+    let leadingEvent = false;
     const stream = new LiveStream("/system/logs/stream", {
       initialLastEventId: "0",
       onEvent(event) {
+        const leading = leadingEvent;
+        leadingEvent = false;
         if (event.type === "dropped") {
           const count = Number(JSON.parse(event.data).dropped) || 0;
-          if (!firstReplay) {
+          if (!leading) {
             logs.dropped += count;
             $("log-dropped").textContent = logs.dropped.toLocaleString();
           }
           return;
         }
-        firstReplay = false;
         if (event.type !== "message") return;
         try {
           acceptLogLine(JSON.parse(event.data));
@@ -800,7 +819,7 @@
         }
       },
       onOpen(connections) {
-        if (connections > 1) firstReplay = false;
+        leadingEvent = connections === 1;
       },
       onState(state, seconds) {
         logs.lastCountdown = seconds;
@@ -856,7 +875,7 @@
     return h("li", { class: failed.length ? "event has-error" : "event" },
       h("div", { class: "event-head" },
         h("span", { class: "name", text: record.name }),
-        failed.length ? badge("FAIL") : null,
+        failed.length ? badge("ERROR") : null,
         h("span", { class: "muted", text: `${record.emitter || "unknown emitter"} · ${formatMs(record.duration_ms)}` }),
       ),
       subscribers.length
@@ -899,7 +918,7 @@
         const details = h("details", { class: "chain", "data-chain": chain.key, open: events.open.has(chain.key) },
           h("summary", {},
             h("span", { class: "name", text: title }),
-            chain.failures ? badge("FAIL") : badge("OK"),
+            chain.failures ? badge("ERROR") : badge("OK"),
             h("span", { class: "muted", text: `${plural(chain.records.length, "event")} · ${clockTime(chain.latest).slice(0, 8)}` }),
           ),
           chainTree(chain),

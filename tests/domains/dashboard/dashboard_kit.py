@@ -73,7 +73,7 @@ HELLO_PLUGIN = """
         async def flood(self, data, context):
             # All on the event loop, without yielding: the stream cannot drain meanwhile.
             for n in range(data["count"]):
-                self.logger.info("flood line %d", n)
+                self.logger.warning("flood line %d", n)
             return {"logged": data["count"]}
 """
 
@@ -149,7 +149,7 @@ class PageWatch:
         self.errors: list[str] = []
         self.requests: list[Any] = []
         page.on("pageerror", lambda error: self.errors.append(str(error)))
-        page.on("request", self.requests.append)
+        page.on("request", lambda request: self.requests.append(request))
 
     def urls(self) -> list[str]:
         return [request.url for request in self.requests]
