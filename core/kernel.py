@@ -6,6 +6,14 @@ their ``__init__`` parameters injected by name and their ``on_boot`` run concurr
 by ``PLUGIN_BOOT_TIMEOUT``; then every tool's ``on_boot_complete``. Any failure marks only that tool
 or plugin DEAD (or records the file's load error) and boot goes on. The kernel knows no tool by
 name: serving is whatever tools implement ``serve(stop)``.
+
+Two ``__init__`` parameter names are the kernel's own, and no tool may take them: ``container``
+injects the Container, ``tasks`` a :class:`~core.plugin_tasks.PluginTasks` for background tasks
+that stop when the plugin goes away.
+
+After boot, plugin files can be loaded, reloaded and unloaded while the service runs: the kernel's
+:class:`~core.reloader.PluginHost` (``kernel.plugin_host``) does it, one file at a time, and is
+what the ``plugin_watcher`` tool drives; see :mod:`core.reloader` for the rules.
 """
 
 from __future__ import annotations
@@ -29,8 +37,10 @@ from core.base_tool import BaseTool
 from core.container import Container
 from core.context import bound, current_identity_var, current_plugin_var
 from core.errors import KernelBootError, ToolNotConfiguredError, ToolUnavailableError
-from core.loader import forget, import_file
+from core.loader import import_file
+from core.plugin_tasks import PluginTasks
 from core.registry import PluginStatus, Registry, ToolStatus
+from core.reloader import PluginHost, attach_plugin_host
 from core.settings import env_float, load_dotenv
 from core.threads import run_in_daemon_thread
 
@@ -38,17 +48,26 @@ log = logging.getLogger("keel.kernel")
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 CONTAINER_PARAMETER = "container"
+TASKS_PARAMETER = "tasks"
+RESERVED_PARAMETERS = frozenset({CONTAINER_PARAMETER, TASKS_PARAMETER})
 
 
 @dataclass
 class LoadedPlugin:
-    """A constructed plugin and where it came from."""
+    """A constructed plugin and where it came from.
+
+    ``owner`` is the value ``current_plugin_var`` held while it was constructed and booted: its
+    ``plugin_id`` at boot, a staging owner when it is the new version of a reloaded plugin
+    (:mod:`core.reloader`). ``tasks`` exists when the plugin asked for the ``tasks`` parameter.
+    """
 
     plugin_id: str
     domain: str
     instance: BasePlugin
     file: Path
     dependencies: list[str] = field(default_factory=list)
+    owner: str = ""
+    tasks: PluginTasks | None = None
 
 
 class Kernel:
@@ -61,7 +80,11 @@ class Kernel:
         self.plugins: dict[str, LoadedPlugin] = {}
         self._tool_order: list[BaseTool] = []
         self._booted = False
+        self._boot_timeout = 30.0
+        self._tool_timeout = 30.0
         self.stop_event: asyncio.Event | None = None
+        self.plugin_host = PluginHost(self)
+        attach_plugin_host(self.container, self.plugin_host)
 
     # -- boot ----------------------------------------------------------------------------------
 
@@ -69,8 +92,9 @@ class Kernel:
         """Boot the root; ``plugins=False`` sets tools up only (``python main.py migrate``)."""
         load_dotenv(self.root / ".env")
         self.stop_event = asyncio.Event()
-        tool_timeout = env_float("TOOL_SETUP_TIMEOUT", 30.0)
+        self._tool_timeout = tool_timeout = env_float("TOOL_SETUP_TIMEOUT", 30.0)
         self._boot_timeout = env_float("PLUGIN_BOOT_TIMEOUT", 30.0)
+        self.plugin_host.configure()
         tools = self._discover_tools()
         await asyncio.gather(*(self._setup_tool(tool, tool_timeout) for tool in tools))
         if not plugins:
@@ -109,6 +133,11 @@ class Kernel:
             for cls in _classes_defined_in(module, BaseTool):
                 if not cls.name:
                     continue
+                if cls.name in RESERVED_PARAMETERS:
+                    raise KernelBootError(
+                        f"the tool in {relative} may not be named {cls.name!r}: plugins use that "
+                        "parameter name for what the kernel itself injects"
+                    )
                 if cls.name in found and found[cls.name][0] is not cls:
                     raise KernelBootError(
                         f"two tools are named {cls.name!r}: {self._relative(found[cls.name][1])} "
@@ -161,119 +190,158 @@ class Kernel:
     # -- plugins, one file at a time (also the unit of live reload) ----------------------------
 
     async def load_plugin_file(self, path: Path, *, fresh: bool = False) -> list[LoadedPlugin]:
-        """Import one plugin file, construct and boot its plugins; return those that were built."""
-        built = self._import_plugins(path, fresh=fresh)
-        await self._boot_plugins(built)
-        return built
+        """Import one plugin file, construct and boot its plugins; return those that were built.
 
-    def _import_plugins(self, path: Path, *, fresh: bool = False) -> list[LoadedPlugin]:
+        A plugin of the file that is already running is replaced the way a live reload replaces it
+        (:mod:`core.reloader`): the new version boots first, and takes over only if it boots.
+        """
+        return await self.plugin_host.load_file(path, fresh=fresh)
+
+    async def unload_plugin(self, plugin_id: str) -> None:
+        """Release what one plugin registered, let its in-flight requests finish, shut it down."""
+        await self.plugin_host.unload_plugin(plugin_id)
+
+    async def unload_plugin_file(self, path: Path) -> None:
+        """Unload every plugin of one file and forget the file (it was deleted)."""
+        await self.plugin_host.unload_file(path)
+
+    def _import_plugins(self, path: Path) -> list[LoadedPlugin]:
         """Import one plugin file and construct its plugins (a failure is recorded, not raised)."""
-        relative = self._relative(path)
+        module, _ = self._import_module(path)
+        if module is None:
+            return []
         domain = path.parent.parent.name
+        return [
+            plugin
+            for cls in _classes_defined_in(module, BasePlugin)
+            if isinstance(plugin := self._construct(cls, domain, path), LoadedPlugin)
+        ]
+
+    def _import_module(self, path: Path, *, fresh: bool = False) -> tuple[Any, str | None]:
+        """``(module, None)``, or ``(None, error)`` with the error recorded as the file's load error."""
+        relative = self._relative(path)
         try:
             module = import_file(self.root, path, fresh=fresh)
         except BaseException as exc:
             if isinstance(exc, asyncio.CancelledError | KeyboardInterrupt):
                 raise
-            self.registry.record_load_error(relative, _describe(exc))
-            log.error("plugin file %s failed to import: %s", relative, _describe(exc))
-            return []
+            error = _describe(exc)
+            self.registry.record_load_error(relative, error)
+            log.error("plugin file %s failed to import: %s", relative, error)
+            return None, error
         self.registry.clear_load_error(relative)
-        return [
-            plugin
-            for cls in _classes_defined_in(module, BasePlugin)
-            if (plugin := self._construct(cls, domain, path)) is not None
-        ]
+        return module, None
 
-    def _construct(self, cls: type[BasePlugin], domain: str, path: Path) -> LoadedPlugin | None:
+    def _construct(
+        self, cls: type[BasePlugin], domain: str, path: Path, *, staged_owner: str | None = None
+    ) -> LoadedPlugin | str:
+        """Inject and construct one plugin; on failure return the reason.
+
+        Normally the plugin is (re)registered in the registry and a failure makes it DEAD. With a
+        ``staged_owner`` it is the new version of a running plugin: the registry is left to the
+        running version, and the caller decides what a failure means.
+        """
         plugin_id = f"{domain}.{cls.__name__}"
-        relative = self._relative(path)
+        owner = staged_owner or plugin_id
         kwargs: dict[str, Any] = {}
         missing: list[str] = []
         dependencies: list[str] = []
+        tasks: PluginTasks | None = None
         for name, required in _init_parameters(cls):
             dependencies.append(name)
             if name == CONTAINER_PARAMETER:
                 kwargs[name] = self.container
+            elif name == TASKS_PARAMETER:
+                kwargs[name] = tasks = PluginTasks(plugin_id, asyncio.get_running_loop())
             elif self.container.has(name):
                 kwargs[name] = self.container.get(name)
             elif required:
                 missing.append(name)
-        self.registry.register_plugin(
-            plugin_id, domain=domain, class_name=cls.__name__, dependencies=dependencies, file=relative
-        )
+        if staged_owner is None:
+            self.registry.register_plugin(
+                plugin_id,
+                domain=domain,
+                class_name=cls.__name__,
+                dependencies=dependencies,
+                file=self._relative(path),
+            )
         if missing:
             reason = f"missing required tools: {', '.join(missing)}"
-            self.registry.update_plugin_status(plugin_id, PluginStatus.DEAD, reason)
-            log.error("plugin %s is DEAD: %s", plugin_id, reason)
-            return None
+            if staged_owner is None:
+                self.registry.update_plugin_status(plugin_id, PluginStatus.DEAD, reason)
+                log.error("plugin %s is DEAD: %s", plugin_id, reason)
+            return reason
         try:
-            with bound(current_plugin_var, plugin_id), bound(current_identity_var, f"{plugin_id}.__init__"):
+            with bound(current_plugin_var, owner), bound(current_identity_var, f"{plugin_id}.__init__"):
                 instance = cls(**kwargs)
         except Exception as exc:
-            self.registry.update_plugin_status(
-                plugin_id, PluginStatus.DEAD, f"__init__ raised {_describe(exc)}"
-            )
+            reason = f"__init__ raised {_describe(exc)}"
+            if staged_owner is None:
+                self.registry.update_plugin_status(plugin_id, PluginStatus.DEAD, reason)
             log.exception("plugin %s: __init__ raised", plugin_id)
-            return None
+            return reason
         instance.keel_identity = plugin_id
-        return LoadedPlugin(plugin_id, domain, instance, path, dependencies)
+        return LoadedPlugin(plugin_id, domain, instance, path, dependencies, owner, tasks)
 
     async def _boot_plugins(self, plugins: list[LoadedPlugin]) -> None:
-        """Run every ``on_boot`` concurrently, all bounded by one ``PLUGIN_BOOT_TIMEOUT`` deadline.
+        """Boot freshly constructed plugins: READY and serving, or DEAD with what they registered released."""
+        if not plugins:
+            return
+        for plugin, reason in zip(plugins, await self._run_boot_hooks(plugins), strict=True):
+            if reason is None:
+                self.plugins[plugin.plugin_id] = plugin
+                self.registry.update_plugin_status(plugin.plugin_id, PluginStatus.READY)
+            else:
+                self.registry.update_plugin_status(plugin.plugin_id, PluginStatus.DEAD, reason)
+                await self._discard(plugin)
 
-        Each hook runs in its own task whose context carries the plugin's identity and ownership.
+    async def _run_boot_hooks(self, plugins: list[LoadedPlugin]) -> list[str | None]:
+        """Run every ``on_boot`` concurrently, all bounded by one ``PLUGIN_BOOT_TIMEOUT`` deadline;
+        return each one's failure (``None`` when it booted).
+
+        Each hook runs in its own task whose context carries the plugin's identity and owner.
         One ``asyncio.wait`` for all of them (rather than a timeout scope per plugin) keeps the
         kernel's share of boot small: it is a fixed cost paid for every plugin.
         """
-        if not plugins:
-            return
         limit = self._boot_timeout
-        tasks: dict[asyncio.Task[Any], LoadedPlugin] = {}
+        tasks: list[asyncio.Task[Any]] = []
         for plugin in plugins:
             context = contextvars.copy_context()
-            context.run(_enter, plugin.plugin_id, f"{plugin.plugin_id}.on_boot")
-            tasks[asyncio.create_task(_hook(plugin.instance.on_boot), context=context)] = plugin
+            context.run(_enter, plugin.owner, f"{plugin.plugin_id}.on_boot")
+            tasks.append(asyncio.create_task(_hook(plugin.instance.on_boot), context=context))
         _, pending = await asyncio.wait(tasks, timeout=limit)
         for task in pending:
             task.cancel()  # a hook that ignores cancellation is abandoned, never waited for
             task.add_done_callback(_discard_result)
-        for task, plugin in tasks.items():
+        reasons: list[str | None] = []
+        for task, plugin in zip(tasks, plugins, strict=True):
             if task in pending:
-                reason = f"on_boot() did not finish within {limit:g}s (PLUGIN_BOOT_TIMEOUT)"
+                reason: str | None = f"on_boot() did not finish within {limit:g}s (PLUGIN_BOOT_TIMEOUT)"
+                log.error("%s: %s", plugin.plugin_id, reason)
             elif (error := task.exception()) is not None:
                 reason = f"on_boot() raised {_describe(error)}"
                 log.error("%s.on_boot failed", plugin.plugin_id, exc_info=error)
             else:
-                self.plugins[plugin.plugin_id] = plugin
-                self.registry.update_plugin_status(plugin.plugin_id, PluginStatus.READY)
-                continue
-            if task in pending:
-                log.error("%s: %s", plugin.plugin_id, reason)
-            self.registry.update_plugin_status(plugin.plugin_id, PluginStatus.DEAD, reason)
-            self._release(plugin.plugin_id)
+                reason = None
+            reasons.append(reason)
+        return reasons
 
-    async def unload_plugin(self, plugin_id: str) -> None:
-        """Shut one plugin down and release everything it registered with the tools."""
-        plugin = self.plugins.pop(plugin_id, None)
-        if plugin is not None:
-            await self._bounded(
-                _hook(plugin.instance.on_shutdown),
-                self._boot_timeout,
-                f"{plugin_id}.on_shutdown",
-                owner=plugin_id,
-            )
-        self._release(plugin_id)
-        self.registry.remove_plugin(plugin_id)
+    def _plugin_classes(self, module: Any) -> list[type[BasePlugin]]:
+        return _classes_defined_in(module, BasePlugin)
 
-    async def unload_plugin_file(self, path: Path) -> None:
-        for plugin_id in [pid for pid, p in self.plugins.items() if p.file == path]:
-            await self.unload_plugin(plugin_id)
-        for plugin_id, state in self.registry.get_system_dump()["plugins"].items():
-            if state["file"] == self._relative(path):
-                self.registry.remove_plugin(plugin_id)
-        self.registry.clear_load_error(self._relative(path))
-        forget(self.root, path)
+    async def _shut_down(self, plugin: LoadedPlugin, limit: float) -> None:
+        """Run one plugin's ``on_shutdown`` (bounded, failures logged), then stop its tasks."""
+        await self._bounded(
+            _hook(plugin.instance.on_shutdown), limit, f"{plugin.plugin_id}.on_shutdown", owner=plugin.owner
+        )
+        if plugin.tasks is not None:
+            await plugin.tasks.cancel_all(limit)
+
+    async def _discard(self, plugin: LoadedPlugin) -> None:
+        """A plugin that will not run: release what it registered and stop its background tasks."""
+        self._release(plugin.owner)
+        if plugin.tasks is not None:
+            await plugin.tasks.cancel_all(self._boot_timeout)
 
     def _release(self, owner: str) -> None:
         for tool in self._tool_order:
@@ -321,12 +389,10 @@ class Kernel:
     async def shutdown(self) -> None:
         """Plugins' ``on_shutdown`` then tools' ``shutdown`` in reverse order; failures are logged."""
         self.request_stop()
+        await self.plugin_host.close()
         timeout = env_float("SHUTDOWN_TIMEOUT", 10.0)
         for plugin_id in reversed(list(self.plugins)):
-            plugin = self.plugins.pop(plugin_id)
-            await self._bounded(
-                _hook(plugin.instance.on_shutdown), timeout, f"{plugin_id}.on_shutdown", owner=plugin_id
-            )
+            await self._shut_down(self.plugins.pop(plugin_id), timeout)
         for tool in reversed(self._tool_order):
             await self._bounded(tool.shutdown(), timeout, f"{tool.name}.shutdown")
         self._tool_order = []

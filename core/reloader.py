@@ -1,0 +1,445 @@
+"""Loading, reloading and unloading plugin files while the service runs.
+
+The unit is one file under ``domains/<domain>/plugins/``; a plugin is identified by
+``<domain>.<Class>``, whichever file defines it. :meth:`PluginHost.apply` takes the paths that
+changed and looks at the disk, not at what the change was called: a file that exists is loaded
+(or reloaded), a file that is gone is unloaded. In one batch the files that exist go first, so a
+file renamed (or a class moved to another file) is a reload of the same plugin from its new file
+without a moment where its routes are missing; unloading the old name then finds nothing left.
+
+- **A new plugin** is injected, constructed and booted exactly as at start-up; a failure makes it
+  DEAD with the reason, as at boot.
+- **A running plugin** is replaced in stages. The new version is constructed and booted first,
+  while the old one keeps serving, under a *staging owner* (``<domain>.<Class>#staging-<n>``,
+  see :func:`staging_owner`) so tools can keep what it registers apart. Only if it boots is it
+  promoted: every tool swaps the old version's registrations for the new one's in one step
+  (``promote_owner``). Then the old version is retired: the kernel waits for its in-flight work
+  (``drain_owner``, at most ``PLUGIN_DRAIN_TIMEOUT`` seconds, default 10), runs its
+  ``on_shutdown``, and cancels the background tasks it started through the kernel.
+- **A new version that fails** — the file does not import (a syntax error), a required tool is
+  missing, ``__init__`` or ``on_boot`` raises, ``on_boot`` outlives ``PLUGIN_BOOT_TIMEOUT`` — is
+  dropped: what it registered is released, its tasks are cancelled, its ``on_shutdown`` is not
+  called (as for a plugin that fails to boot), and the old version keeps serving. The dump shows
+  the failure as the running plugin's ``reload_error`` (and, when the file did not import, as the
+  file's ``load_errors`` entry). The next successful reload clears both.
+- **A class no longer in its file, or a deleted file**: its plugins are unloaded — their
+  registrations are released first (their routes answer 404 from then on, their subscriptions
+  stop), then in-flight work drains, then ``on_shutdown`` runs and their tasks are cancelled.
+  A deleted file's registry entries, load error and module are forgotten.
+
+In-flight requests: a request that matched an old route keeps the old handler (and through it the
+old plugin instance) until it finishes, so it completes on the old version. The old version's
+``on_shutdown`` runs after those requests finish, or after ``PLUGIN_DRAIN_TIMEOUT`` when some are
+still running — then they finish against a version that has been shut down.
+
+Changes are applied one at a time (a lock): a reload never overlaps another. Before a file is
+imported again its cached bytecode is removed, since two saves within the same second that leave
+the file the same size would otherwise import the stale ``.pyc``. Only the plugin file itself is
+imported again; modules it imports (a domain's models, say) stay as they were.
+
+What tools implement (all optional, all looked up by name; a tool that registers things for
+plugins implements at least ``release_owner``):
+
+- ``release_owner(owner)``: forget everything ``owner`` registered.
+- ``promote_owner(staged, owner)``: the plugin booted under ``staged`` replaces ``owner``; in one
+  step drop what ``owner`` registered and make what ``staged`` registered live and owned by
+  ``owner``. A tool that holds registrations which must not overlap (routes, subscriptions) keeps
+  those made under a staging owner (:func:`is_staging`) pending until then; :func:`base_owner`
+  names the plugin a staging owner stands for. Without ``promote_owner`` the kernel releases the
+  old version's owner at promotion and the new version's registrations keep their staging owner
+  (they are released under it when the plugin is unloaded).
+- ``async drain_owner(owner)``: return once the work ``owner``'s released registrations were
+  doing when they were released (requests in flight) has finished.
+- ``async on_plugins_changed(container)``: called once after every batch of changes, as
+  ``on_boot_complete`` is after boot (the context tool rewrites AI_CONTEXT.md there).
+
+The host is how file watching stays a kernel capability while ``core`` imports only the standard
+library: the watcher lives in a tool (``tools/plugin_watcher``, built on ``watchfiles``), receives
+the container in ``on_boot_complete`` and asks :func:`plugin_host` for the kernel's host, which it
+calls with the paths that changed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import logging
+import os
+import weakref
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from time import perf_counter
+from typing import TYPE_CHECKING, Any
+
+from core.container import Container
+from core.loader import forget
+from core.registry import PluginStatus
+from core.settings import env_float
+
+if TYPE_CHECKING:
+    from core.kernel import Kernel, LoadedPlugin
+
+log = logging.getLogger("keel.reloader")
+
+STAGING_MARK = "#staging-"
+
+
+def staging_owner(plugin_id: str, attempt: int) -> str:
+    """The owner a new version of ``plugin_id`` registers under until it is promoted."""
+    return f"{plugin_id}{STAGING_MARK}{attempt}"
+
+
+def is_staging(owner: str | None) -> bool:
+    """Whether ``owner`` is a new version that has not been promoted (yet)."""
+    return owner is not None and STAGING_MARK in owner
+
+
+def base_owner(owner: str | None) -> str | None:
+    """The ``<domain>.<Class>`` an owner stands for (itself, unless it is a staging owner)."""
+    return owner.partition(STAGING_MARK)[0] if owner is not None else None
+
+
+class ReloadAction(StrEnum):
+    LOADED = "loaded"
+    RELOADED = "reloaded"
+    UNLOADED = "unloaded"
+    FAILED = "failed"
+
+
+@dataclass(frozen=True)
+class FileOutcome:
+    """What one change to one file did: the plugins it touched, and every failure by plugin id
+    (or by file, when the file did not import)."""
+
+    file: str
+    action: ReloadAction
+    plugins: tuple[str, ...] = ()
+    errors: dict[str, str] = field(default_factory=dict)
+    duration_ms: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "file": self.file,
+            "action": str(self.action),
+            "plugins": list(self.plugins),
+            "errors": dict(self.errors),
+            "duration_ms": round(self.duration_ms, 3),
+        }
+
+
+_HOSTS: weakref.WeakKeyDictionary[Container, weakref.ref[PluginHost]] = weakref.WeakKeyDictionary()
+
+
+def attach_plugin_host(container: Container, host: PluginHost) -> None:
+    """Make ``host`` reachable from ``container`` (the kernel does this for its own)."""
+    _HOSTS[container] = weakref.ref(host)
+
+
+def plugin_host(container: Container) -> PluginHost | None:
+    """The plugin host of the kernel that owns ``container``, if that kernel is still alive."""
+    ref = _HOSTS.get(container)
+    return ref() if ref is not None else None
+
+
+class PluginHost:
+    """One kernel's plugins as files that come, change and go; see the module docstring."""
+
+    def __init__(self, kernel: Kernel) -> None:
+        self._kernel = kernel
+        self.root = kernel.root
+        self.domains = kernel.root / "domains"
+        self.drain_timeout = 10.0
+        self._lock = asyncio.Lock()
+        self._attempts = 0
+        self._closed = False
+
+    def configure(self) -> None:
+        """Read ``PLUGIN_DRAIN_TIMEOUT``; the kernel calls this at boot."""
+        self.drain_timeout = env_float("PLUGIN_DRAIN_TIMEOUT", 10.0)
+        self._closed = False
+
+    def is_plugin_file(self, path: Path | str) -> bool:
+        """Whether ``path`` is where the kernel looks for plugins: ``domains/<d>/plugins/<name>.py``
+        with a name that does not start with ``_`` or ``.``."""
+        text = os.path.abspath(os.fspath(path))
+        prefix = f"{self.domains}{os.sep}"
+        if not text.startswith(prefix):
+            return False
+        parts = text[len(prefix) :].split(os.sep)
+        return (
+            len(parts) == 3
+            and parts[1] == "plugins"
+            and parts[2].endswith(".py")
+            and not parts[2].startswith(("_", "."))
+        )
+
+    # -- what the watcher (or a test, or an operator) calls ------------------------------------
+
+    async def apply(self, paths: Iterable[Path | str]) -> list[FileOutcome]:
+        """Bring the running plugins in line with these files as they are on disk now."""
+        present, gone = self._split(paths)
+        if not present and not gone:
+            return []
+        outcomes: list[FileOutcome] = []
+        async with self._lock:
+            if self._closed:
+                log.info("the kernel is shutting down; ignoring %d changed plugin files", len(present + gone))
+                return []
+            for path in present:
+                outcomes.append((await self._load(path, fresh=True))[0])
+            for path in gone:
+                outcome = await self._unload_file(path)
+                if outcome is not None:
+                    outcomes.append(outcome)
+            if outcomes:
+                await self._notify()
+        for outcome in outcomes:
+            _log_outcome(outcome)
+        return outcomes
+
+    async def load_file(self, path: Path, *, fresh: bool = False) -> list[LoadedPlugin]:
+        """Load (or reload) one file; the plugins that were constructed."""
+        async with self._lock:
+            _, built = await self._load(path, fresh=fresh)
+            await self._notify()
+        return built
+
+    async def unload_file(self, path: Path) -> None:
+        async with self._lock:
+            await self._unload_file(path)
+            await self._notify()
+
+    async def unload_plugin(self, plugin_id: str) -> None:
+        async with self._lock:
+            plugin = self._kernel.plugins.get(plugin_id)
+            if plugin is not None:
+                await self._unload(plugin)
+            else:
+                self._kernel._release(plugin_id)
+                self._kernel.registry.remove_plugin(plugin_id)
+            await self._notify()
+
+    async def close(self) -> None:
+        """Refuse further changes (the kernel is shutting down), once the one in progress is done."""
+        async with self._lock:
+            self._closed = True
+
+    # -- the mechanics ---------------------------------------------------------------------------
+
+    def _split(self, paths: Iterable[Path | str]) -> tuple[list[Path], list[Path]]:
+        """The plugin files among ``paths``: those on disk, and those gone (each sorted)."""
+        files = sorted({Path(os.path.abspath(os.fspath(p))) for p in paths if self.is_plugin_file(p)})
+        present = [path for path in files if path.is_file()]
+        return present, [path for path in files if path not in present]
+
+    async def _load(self, path: Path, *, fresh: bool) -> tuple[FileOutcome, list[LoadedPlugin]]:
+        kernel = self._kernel
+        started = perf_counter()
+        relative = kernel._relative(path)
+        domain = path.parent.parent.name
+        previous = [p for p in kernel.plugins.values() if p.file == path]
+        if fresh:
+            _drop_bytecode(path)
+        module, error = kernel._import_module(path, fresh=fresh)
+        if module is None:
+            for plugin in previous:
+                kernel.registry.set_plugin_reload_error(plugin.plugin_id, error)
+            ids = tuple(p.plugin_id for p in previous)
+            failure = {relative: error or "import failed"}
+            return _outcome(relative, ReloadAction.FAILED, started, ids, failure), []
+
+        errors: dict[str, str] = {}
+        declared: list[str] = []
+        built: list[LoadedPlugin] = []
+        newcomers: list[LoadedPlugin] = []
+        staged: list[tuple[LoadedPlugin, LoadedPlugin]] = []
+        for cls in kernel._plugin_classes(module):
+            plugin_id = f"{domain}.{cls.__name__}"
+            declared.append(plugin_id)
+            running = kernel.plugins.get(plugin_id)
+            if running is None:
+                result = kernel._construct(cls, domain, path)
+                if isinstance(result, str):
+                    errors[plugin_id] = result
+                else:
+                    newcomers.append(result)
+                continue
+            self._attempts += 1
+            owner = staging_owner(plugin_id, self._attempts)
+            result = kernel._construct(cls, domain, path, staged_owner=owner)
+            if isinstance(result, str):
+                errors[plugin_id] = result
+                kernel.registry.set_plugin_reload_error(plugin_id, result)
+                kernel._release(owner)
+            else:
+                staged.append((result, running))
+        built = newcomers + [new for new, _ in staged]
+        reasons = await kernel._run_boot_hooks(built) if built else []
+
+        booted: list[str] = []
+        for plugin, reason in zip(newcomers, reasons, strict=False):
+            if reason is None:
+                kernel.plugins[plugin.plugin_id] = plugin
+                kernel.registry.update_plugin_status(plugin.plugin_id, PluginStatus.READY)
+                booted.append(plugin.plugin_id)
+            else:
+                errors[plugin.plugin_id] = reason
+                kernel.registry.update_plugin_status(plugin.plugin_id, PluginStatus.DEAD, reason)
+                await kernel._discard(plugin)
+        promoted: list[tuple[LoadedPlugin, LoadedPlugin]] = []
+        for (new, running), reason in zip(staged, reasons[len(newcomers) :], strict=True):
+            if reason is None:
+                promoted.append((new, running))
+            else:
+                errors[new.plugin_id] = reason
+                kernel.registry.set_plugin_reload_error(new.plugin_id, reason)
+                await kernel._discard(new)
+        # The swap: no await from the first promotion to the last, so a request sees either every
+        # old registration of the file or every new one.
+        for new, running in promoted:
+            self._promote(new, running)
+            booted.append(new.plugin_id)
+        await asyncio.gather(*(self._retire(running, swapped=True) for _, running in promoted))
+
+        for plugin in previous:
+            if plugin.plugin_id not in declared and kernel.plugins.get(plugin.plugin_id) is plugin:
+                await self._unload(plugin)
+        self._forget_registry_entries(relative, keep=declared)
+        action = ReloadAction.RELOADED if previous or staged else ReloadAction.LOADED
+        if errors and not booted:
+            action = ReloadAction.FAILED
+        return _outcome(relative, action, started, tuple(declared), errors), built
+
+    def _promote(self, new: LoadedPlugin, running: LoadedPlugin) -> None:
+        kernel = self._kernel
+        plugin_id = new.plugin_id
+        for tool in kernel._tool_order:
+            promote = getattr(tool, "promote_owner", None)
+            release = getattr(tool, "release_owner", None)
+            try:
+                if promote is not None:
+                    promote(new.owner, plugin_id)
+                    if release is not None and running.owner != plugin_id:
+                        release(running.owner)
+                elif release is not None:
+                    release(running.owner)
+            except Exception:
+                log.exception("tool %s: handing %s over to its new version raised", tool.name, plugin_id)
+        kernel.plugins[plugin_id] = new
+        kernel.registry.register_plugin(
+            plugin_id,
+            domain=new.domain,
+            class_name=type(new.instance).__name__,
+            dependencies=new.dependencies,
+            file=kernel._relative(new.file),
+            status=PluginStatus.READY,
+        )
+
+    async def _retire(self, plugin: LoadedPlugin, *, swapped: bool) -> None:
+        """Stop a version that no longer serves: release (unless a swap already did), drain,
+        ``on_shutdown``, cancel its tasks, release whatever its shutdown registered."""
+        kernel = self._kernel
+        owners = sorted({plugin.plugin_id, plugin.owner})
+        if not swapped:
+            for owner in owners:
+                kernel._release(owner)
+        await self._drain(plugin.plugin_id, owners)
+        await kernel._shut_down(plugin, kernel._boot_timeout)
+        for owner in owners if not swapped else [o for o in owners if o != plugin.plugin_id]:
+            kernel._release(owner)
+
+    async def _drain(self, plugin_id: str, owners: list[str]) -> None:
+        drains = [
+            drain(owner)
+            for tool in self._kernel._tool_order
+            if callable(drain := getattr(tool, "drain_owner", None))
+            for owner in owners
+        ]
+        if not drains:
+            return
+        try:
+            async with asyncio.timeout(self.drain_timeout):
+                results = await asyncio.gather(*drains, return_exceptions=True)
+        except TimeoutError:
+            log.warning(
+                "%s: work still in flight after %gs (PLUGIN_DRAIN_TIMEOUT); shutting it down anyway",
+                plugin_id,
+                self.drain_timeout,
+            )
+            return
+        for result in results:
+            if isinstance(result, Exception):
+                log.error("%s: a tool's drain_owner() raised", plugin_id, exc_info=result)
+
+    async def _unload(self, plugin: LoadedPlugin) -> None:
+        self._kernel.plugins.pop(plugin.plugin_id, None)
+        await self._retire(plugin, swapped=False)
+        self._kernel.registry.remove_plugin(plugin.plugin_id)
+
+    async def _unload_file(self, path: Path) -> FileOutcome | None:
+        """Unload a deleted file's plugins; ``None`` when the kernel never knew the file."""
+        kernel = self._kernel
+        started = perf_counter()
+        relative = kernel._relative(path)
+        dump = kernel.registry.get_system_dump()
+        running = [p for p in kernel.plugins.values() if p.file == path]
+        recorded = [pid for pid, state in dump["plugins"].items() if state["file"] == relative]
+        forget(self.root, path)  # also when its plugins moved to another file (a rename)
+        if not running and not recorded and relative not in dump["load_errors"]:
+            return None
+        for plugin in reversed(running):
+            await self._unload(plugin)
+        self._forget_registry_entries(relative, keep=())
+        kernel.registry.clear_load_error(relative)
+        ids = tuple(sorted({p.plugin_id for p in running} | set(recorded)))
+        return _outcome(relative, ReloadAction.UNLOADED, started, ids, {})
+
+    def _forget_registry_entries(self, relative: str, *, keep: Iterable[str]) -> None:
+        """Drop registry entries of ``relative`` for plugins it no longer defines and that do not run."""
+        kernel = self._kernel
+        kept = set(keep)
+        for plugin_id, state in kernel.registry.get_system_dump()["plugins"].items():
+            if state["file"] == relative and plugin_id not in kept and plugin_id not in kernel.plugins:
+                kernel.registry.remove_plugin(plugin_id)
+
+    async def _notify(self) -> None:
+        kernel = self._kernel
+        for tool in kernel._tool_order:
+            hook = getattr(tool, "on_plugins_changed", None)
+            if callable(hook):
+                await kernel._bounded(
+                    hook(kernel.container), kernel._tool_timeout, f"{tool.name}.on_plugins_changed"
+                )
+
+
+def _outcome(
+    relative: str, action: ReloadAction, started: float, plugins: tuple[str, ...], errors: dict[str, str]
+) -> FileOutcome:
+    return FileOutcome(relative, action, plugins, errors, (perf_counter() - started) * 1000.0)
+
+
+def _log_outcome(outcome: FileOutcome) -> None:
+    if outcome.ok:
+        log.info(
+            "%s %s (%s) in %.1f ms",
+            outcome.action,
+            outcome.file,
+            ", ".join(outcome.plugins) or "no plugins",
+            outcome.duration_ms,
+        )
+        return
+    for where, error in outcome.errors.items():
+        log.error("%s: %s failed: %s", outcome.file, where, error)
+
+
+def _drop_bytecode(path: Path) -> None:
+    try:
+        os.unlink(importlib.util.cache_from_source(str(path)))
+    except (OSError, NotImplementedError, ValueError):
+        pass  # nothing cached, or caching is off: the import reads the source either way
