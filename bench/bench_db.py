@@ -32,7 +32,7 @@ import aiosqlite  # noqa: E402
 
 from core import Kernel  # noqa: E402
 
-REPEATS = 7
+REPEATS = {"insert_10k_one_tx": 7, "insert_1k_autocommit": 21}  # the short run needs more samples
 TX_ROWS = 10_000
 SINGLE_ROWS = 1_000
 TASKS, INCREMENTS = 50, 100
@@ -118,7 +118,7 @@ async def keel_single(db: Any) -> None:
 
 async def compare(ws: Workspace, label: str, raw_body: Any, keel_body: Any) -> None:
     raw, proxied, direct = [], [], []
-    for _ in range(REPEATS):
+    for _ in range(REPEATS[label]):
         raw.append(await raw_run(ws.fresh_file(), raw_body))
         proxied.append(await keel_run(ws, keel_body, proxy=True))
         direct.append(await keel_run(ws, keel_body, proxy=False))

@@ -224,6 +224,8 @@ class PostgresTransaction:
         except Exception as err:
             error = translate(err)
             error.__cause__ = err
+            if exc_type is not None:
+                log.error("ending a transaction after %s failed too", exc_type.__name__, exc_info=err)
         finally:
             frame.failure = None
             frame.depth = self._depth - 1

@@ -34,6 +34,7 @@ loss may lose the last commits), ``foreign_keys=ON``, ``busy_timeout`` from ``DB
 from __future__ import annotations
 
 import asyncio
+import logging
 import sqlite3
 import time
 from collections.abc import Sequence
@@ -46,6 +47,8 @@ from .sqlite_errors import ENGINE_ERRORS, is_busy, is_read_only, translate
 from .sqlite_worker import SqliteWorker
 from .sqltext import Dialect
 from .write_lock import WriteLock
+
+log = logging.getLogger("keel.db")
 
 MEMORY = ":memory:"
 BUSY_RETRIES = 3
@@ -124,7 +127,8 @@ class SqliteEngine:
     # -- statements --------------------------------------------------------------------------------
 
     async def execute(self, sql: str, params: Sequence[Any]) -> int:
-        return int(await self._run(sql, params, _execute))
+        count: int = await self._run(sql, params, _execute)
+        return count
 
     async def query(self, sql: str, params: Sequence[Any]) -> list[dict[str, Any]]:
         rows: list[dict[str, Any]] = await self._run(sql, params, _query)
@@ -202,7 +206,7 @@ class SqliteEngine:
     @staticmethod
     def _require(worker: SqliteWorker | None) -> SqliteWorker:
         if worker is None:
-            raise DatabaseError(DbErrorKind.UNAVAILABLE, "the SQLite engine is closed")
+            raise DatabaseUnavailableError("the SQLite engine is closed")
         return worker
 
     # -- transactions ------------------------------------------------------------------------------
@@ -233,7 +237,9 @@ class SqliteTransaction:
         engine = self._engine
         writer = engine._require(engine._writer)
         task = _current_task()
-        if engine._owner is not None and engine._owner is task:
+        if task is None:
+            raise DatabaseError(DbErrorKind.MISUSE, "transaction() must be used from inside a task")
+        if engine._owner is task:
             if engine._failure is not None:
                 raise transaction_aborted(engine._failure)
             depth = engine._depth + 1
@@ -272,6 +278,8 @@ class SqliteTransaction:
         except sqlite3.Error as err:
             error = translate(err)
             error.__cause__ = err
+            if exc_type is not None:
+                log.error("ending a transaction after %s failed too", exc_type.__name__, exc_info=err)
         finally:
             engine._failure = None  # the failed block has now been rolled back
             engine._depth = self._depth - 1

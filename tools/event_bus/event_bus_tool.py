@@ -12,7 +12,9 @@ Choices this module makes (each is tested):
 - **Handlers receive the whole** :class:`~tools.event_bus.events.Event` (``id``, ``name``,
   ``payload``, ``parent_id``, ``emitter``, ``timestamp``), so one handler can serve several names
   and see where an event came from. ``async def`` handlers run on the loop; plain ones run in a
-  worker thread, so a slow one never blocks the loop. A (name, handler) pair is subscribed once;
+  daemon thread of their own (with the same context), so a slow one never blocks the loop and a
+  hung one never blocks the process from exiting — at the price of a thread per call, so
+  high-rate subscribers should be ``async def``. A (name, handler) pair is subscribed once;
   subscribing it again changes nothing.
 - **Each subscriber runs in its own task** with ``current_event_id_var`` set to the event's id and
   ``current_identity_var`` to the handler's identity (``<domain>.<Class>.<method>``), reset when
@@ -50,6 +52,7 @@ from typing import Any
 
 from core.base_tool import BaseTool
 from core.context import current_event_id_var, current_identity_var, current_plugin_var, identity_of
+from core.threads import run_in_daemon_thread
 
 from .backend import EventBackend, InProcessBackend, make_backend
 from .errors import EventBusError, EventNoReplyError, EventPayloadError, EventRequestTimeout
@@ -116,20 +119,7 @@ class EventBusTool(BaseTool):
 
     async def publish(self, name: str, payload: Any = None) -> str:
         """Send an event to every subscriber of ``name``; return its id at once."""
-        if type(name) is not str or not name:
-            raise EventBusError(f"an event name is a non-empty string, got {name!r}")
-        self.published = number = self.published + 1
-        event: Event = _new_event(
-            Event,
-            (
-                f"{self._prefix}{number}",
-                name,
-                freeze_json(payload),
-                _event_var.get(),
-                _identity_var.get(),
-                time(),
-            ),
-        )
+        event = self._event(name, payload)
         handing_over = self._backend.send(event)
         if handing_over is not None:
             await handing_over
@@ -220,7 +210,7 @@ class EventBusTool(BaseTool):
             if subscription.is_async:
                 result = await subscription.handler(event)
             else:
-                result = await asyncio.to_thread(subscription.handler, event)
+                result = await run_in_daemon_thread(subscription.handler, event)
                 if asyncio.iscoroutine(result):
                     result = await result
             if result is not None and self._replies:
