@@ -14,6 +14,11 @@ an endpoint in ``auth.py``. In short:
 - each route belongs to the plugin that registered it (the kernel's ``current_plugin_var``):
   ``release_owner`` removes them, another plugin registering the same method and path is a
   ``ValueError`` naming both, and the same plugin registering it again replaces it (reload);
+- a plugin's new version, booting under a staging owner while the old one serves
+  (``core.reloader``), registers routes and auth hooks that wait, unseen, until
+  ``promote_owner`` swaps them for the old version's in one assignment of the route list (a
+  request matches either every old route of the plugin or every new one, never neither);
+  removed routes still serving requests are kept until ``drain_owner`` has seen them finish;
 - ``add_page`` serves fixed non-JSON content (an HTML page and its assets, ``page.py``);
 - OpenAPI at ``/docs`` and ``/openapi.json`` documents every route with its models and tags.
 
@@ -49,6 +54,7 @@ from core.base_tool import BaseTool
 from core.context import current_plugin_var, identity_of
 from core.errors import ErrorKind, ToolUnavailableError
 from core.registry import ToolStatus
+from core.reloader import base_owner, is_staging
 from core.settings import env_flag, env_float
 
 from .auth import AdminCheck, AuthGate, AuthMode, Validator, check_mode, is_admin
@@ -93,6 +99,9 @@ class HttpTool(BaseTool):
         self._gate = AuthGate()
         self._streams = StreamTracker()
         self._routes: dict[tuple[str, str], KeelRoute] = {}
+        self._staged: dict[str, dict[tuple[str, str], KeelRoute]] = {}
+        self._staged_gate: dict[str, dict[str, Any]] = {}
+        self._retired: dict[str, list[KeelRoute]] = {}
         self._lock = threading.Lock()
         self._listening = asyncio.Event()
         self._serve_error: BaseException | None = None
@@ -202,19 +211,65 @@ class HttpTool(BaseTool):
     def release_owner(self, owner: str) -> None:
         """Remove every route (and the auth hooks) plugin ``owner`` registered."""
         with self._lock:
+            self._staged.pop(owner, None)
+            self._staged_gate.pop(owner, None)
             gone = [key for key, route in self._routes.items() if route.spec.owner == owner]
             if gone:
                 removed = [self._routes.pop(key) for key in gone]
                 dropped = {id(route) for route in removed}
                 self.app.router.routes = [r for r in self.app.router.routes if id(r) not in dropped]
                 self.app.openapi_schema = None
-                for route in removed:
-                    if route.closer is not None:
-                        route.closer.close()
+                self._retire(owner, removed)
             if self._gate.validator_owner == owner:
                 self._gate.validator, self._gate.validator_owner = None, None
             if self._gate.admin_check_owner == owner:
                 self._gate.admin_check, self._gate.admin_check_owner = is_admin, None
+
+    def promote_owner(self, staged: str, owner: str) -> None:
+        """Swap ``owner``'s routes and auth hooks for those registered under ``staged``, in one step."""
+        with self._lock:
+            incoming: dict[tuple[str, str], KeelRoute] = {}
+            for key, route in self._staged.pop(staged, {}).items():
+                holder = self._routes.get(key)
+                if holder is not None and holder.spec.owner != owner:
+                    log.error(
+                        "%s %s is registered by %s meanwhile; %s keeps it", *key, holder.spec.owner, owner
+                    )
+                    continue
+                route.spec = dataclasses.replace(route.spec, owner=owner)
+                incoming[key] = route
+            outgoing = {key: r for key, r in self._routes.items() if r.spec.owner == owner}
+            # A replaced route keeps its place in the list (matching order); a new one goes last.
+            replaced = {id(route): incoming[key] for key, route in outgoing.items() if key in incoming}
+            dropped = {id(route) for route in outgoing.values()}
+            routes = [
+                replaced.get(id(r), r)
+                for r in self.app.router.routes
+                if id(r) not in dropped or id(r) in replaced
+            ]
+            routes.extend(route for key, route in incoming.items() if key not in outgoing)
+            for key in outgoing:
+                del self._routes[key]
+            self._routes.update(incoming)
+            self.app.router.routes = routes  # one assignment: the swap requests see
+            if incoming or outgoing:
+                self.app.openapi_schema = None
+            self._retire(owner, list(outgoing.values()))
+            gate = self._staged_gate.pop(staged, {})
+            if "validator" in gate or self._gate.validator_owner == owner:
+                validator = gate.get("validator")
+                self._gate.validator, self._gate.validator_owner = validator, owner if validator else None
+            if "admin_check" in gate or self._gate.admin_check_owner == owner:
+                check = gate.get("admin_check")
+                self._gate.admin_check = check or is_admin
+                self._gate.admin_check_owner = owner if check else None
+
+    async def drain_owner(self, owner: str) -> None:
+        """Return once the requests still running on ``owner``'s removed routes have finished."""
+        with self._lock:
+            routes = self._retired.pop(owner, [])
+        for route in routes:
+            await route.wait_idle()
 
     # -- authentication hooks ------------------------------------------------------------------
 
@@ -222,13 +277,26 @@ class HttpTool(BaseTool):
         """Install ``validator(token) -> claims`` (sync or async; raise to reject); ``None`` removes it."""
         if validator is not None and not callable(validator):
             raise TypeError("the auth validator must be callable")
+        if self._stage_gate("validator", validator):
+            return
         self._gate.validator = validator
         self._gate.validator_owner = current_plugin_var.get() if validator is not None else None
 
     def set_admin_check(self, check: AdminCheck | None) -> None:
         """Replace the rule deciding which verified claims are an admin's; ``None`` restores the default."""
+        if self._stage_gate("admin_check", check):
+            return
         self._gate.admin_check = check if check is not None else is_admin
         self._gate.admin_check_owner = current_plugin_var.get() if check is not None else None
+
+    def _stage_gate(self, hook: str, value: Any) -> bool:
+        """Hold an auth hook set by a version being staged; True when it was held."""
+        owner = current_plugin_var.get()
+        if owner is None or not is_staging(owner):
+            return False
+        with self._lock:
+            self._staged_gate.setdefault(owner, {})[hook] = value
+        return True
 
     # -- serving -------------------------------------------------------------------------------
 
@@ -344,6 +412,17 @@ class HttpTool(BaseTool):
         key = (spec.method, spec.path)
         with self._lock:
             existing = self._routes.get(key)
+            if is_staging(spec.owner):
+                # A new version being staged: it may take over its old version's routes, and its
+                # routes wait for promote_owner.
+                if existing is not None and existing.spec.owner != base_owner(spec.owner):
+                    holder = existing.spec.owner or "no plugin"
+                    raise ValueError(
+                        f"{spec.method} {spec.path} is already registered by {holder}; "
+                        f"{base_owner(spec.owner)} cannot register it too"
+                    )
+                self._staged.setdefault(spec.owner or "", {})[key] = route
+                return
             if existing is not None and existing.spec.owner != spec.owner:
                 holder, newcomer = existing.spec.owner or "no plugin", spec.owner or "no plugin"
                 raise ValueError(
@@ -358,6 +437,19 @@ class HttpTool(BaseTool):
             self.app.openapi_schema = None
         if existing is not None and existing.closer is not None:
             existing.closer.close()
+
+    def _retire(self, owner: str, removed: list[KeelRoute]) -> None:
+        """End the removed routes' event streams; keep those still serving for ``drain_owner``."""
+        for route in removed:
+            if route.closer is not None:
+                route.closer.close()
+        busy = [route for route in removed if route.in_flight]
+        for name in list(self._retired):  # forget routes that finished without being waited for
+            self._retired[name] = [route for route in self._retired[name] if route.in_flight]
+            if not self._retired[name]:
+                del self._retired[name]
+        if busy:
+            self._retired.setdefault(owner, []).extend(busy)
 
     def _fail_listening(self, error: BaseException) -> None:
         if not self._listening.is_set():

@@ -5,11 +5,13 @@ path parameters (typed from their convertors) and the request body (the ``reques
 free-form JSON object for POST/PUT/PATCH), so ``/docs`` shows the real contract: tags, models,
 status code, the error envelope for 4xx and 5xx. Its ASGI ``app`` is then replaced by the
 endpoint's own callable (``endpoint.py``/``sse.py``), so serving never goes through FastAPI's
-dependency injection.
+dependency injection. It counts the requests it is serving, so a route removed by a plugin reload
+can be waited for until the requests that matched it before have finished.
 """
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import uuid
 from typing import Any
@@ -20,7 +22,7 @@ from pydantic import BaseModel
 from starlette.convertors import FloatConvertor, IntegerConvertor, UUIDConvertor
 from starlette.responses import JSONResponse, Response
 from starlette.routing import compile_path
-from starlette.types import ASGIApp
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from .endpoint import EndpointSpec
 from .sse import Closer
@@ -112,3 +114,20 @@ class KeelRoute(APIRoute):
         self.spec = spec
         self.app = serve_app
         self.closer = closer  # ends the route's open event streams when it is removed or replaced
+        self.in_flight = 0
+        self._idle: asyncio.Event | None = None
+
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
+        self.in_flight += 1
+        try:
+            await super().handle(scope, receive, send)
+        finally:
+            self.in_flight -= 1
+            if not self.in_flight and self._idle is not None:
+                self._idle.set()
+
+    async def wait_idle(self) -> None:
+        """Return once no request is being served by this route."""
+        while self.in_flight:
+            self._idle = asyncio.Event()
+            await self._idle.wait()
