@@ -25,16 +25,14 @@ The contract every plugin can rely on, whichever engine runs underneath::
 
 Configuration (read in ``setup()``):
 
-==================== ======================================= ===========================================
-``DATABASE_URL``     ``sqlite:///data/keel.db``              ``sqlite:///relative/to/root.db``,
-                                                             ``sqlite:////absolute.db``, ``sqlite:///:memory:``,
-                                                             ``postgresql://user:pw@host:5432/db``
-``DB_POOL_MIN``      ``1``                                   PostgreSQL pool size
-``DB_POOL_MAX``      ``10``
-``DB_BUSY_TIMEOUT``  ``5``                                   seconds a writer waits for the lock
-``DB_CONNECT_TIMEOUT`` ``5``                                 seconds to reach PostgreSQL
-``DB_SQLITE_READERS`` ``2``                                  SQLite reader connections
-==================== ======================================= ===========================================
+- ``DATABASE_URL`` (default ``sqlite:///data/keel.db``, created on first run):
+  ``sqlite:///relative/to/the/project/root.db``, ``sqlite:////absolute/path.db``,
+  ``sqlite:///:memory:`` or ``postgresql://user:password@host:5432/database`` (extra query
+  parameters such as ``?search_path=app`` become server settings);
+- ``DB_POOL_MIN`` / ``DB_POOL_MAX`` (1 / 10): the PostgreSQL pool;
+- ``DB_BUSY_TIMEOUT`` (5 seconds): how long a writer waits for the SQLite write lock;
+- ``DB_CONNECT_TIMEOUT`` (5 seconds): how long reaching PostgreSQL may take;
+- ``DB_SQLITE_READERS`` (2): SQLite reader connections.
 
 ``setup()`` opens the database and applies ``migrations/`` (:mod:`tools.db.migrations`) before any
 plugin boots. If the database cannot be reached, setup fails (``db`` is DEAD with the reason) and
@@ -93,7 +91,7 @@ class DbTool(BaseTool):
 
     def __init__(self) -> None:
         self._engine: Engine | None = None
-        self._ready = False
+        self._live: Engine | None = None  # the engine once it is open and migrated
         self._fatal: str | None = None
         self._starting = asyncio.Lock()
 
@@ -124,51 +122,50 @@ class DbTool(BaseTool):
             if isinstance(exc, DatabaseError):
                 self._fatal = str(exc)
             raise
-        self._ready = True
+        self._live = engine
         summary = f"{engine.describe()}; {len(applied)} migration(s) applied at this boot"
         log.info("db ready: %s", summary)
         return summary
 
     async def shutdown(self) -> None:
-        engine, self._ready = self._engine, False
-        self._engine = None
+        engine, self._engine, self._live = self._engine, None, None
         if engine is not None:
             await engine.close()
 
     async def health_check(self) -> bool:
         """True when a trivial query answers."""
         try:
-            engine = self._engine if self._ready else await self._ensure_ready()
+            engine = self._live or await self._ensure_ready()
         except DatabaseError:
             return False
-        return await engine.health_check()  # type: ignore[union-attr]
+        return await engine.health_check()
 
     # -- statements --------------------------------------------------------------------------------
 
     async def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
         """Run one statement; return the number of rows it affected (or returned)."""
-        engine = self._engine if self._ready else await self._ensure_ready()
-        return await engine.execute(sql, params)  # type: ignore[union-attr]
+        engine = self._live or await self._ensure_ready()
+        return await engine.execute(sql, params)
 
     async def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
         """Run one statement once per row of values, all or nothing."""
-        engine = self._engine if self._ready else await self._ensure_ready()
-        await engine.executemany(sql, list(rows))  # type: ignore[union-attr]
+        engine = self._live or await self._ensure_ready()
+        await engine.executemany(sql, list(rows))
 
     async def query(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
         """Every row, as a dict per row keyed by column name."""
-        engine = self._engine if self._ready else await self._ensure_ready()
-        return await engine.query(sql, params)  # type: ignore[union-attr]
+        engine = self._live or await self._ensure_ready()
+        return await engine.query(sql, params)
 
     async def query_one(self, sql: str, params: Sequence[Any] = ()) -> dict[str, Any] | None:
         """The first row as a dict, or None when there is none."""
-        engine = self._engine if self._ready else await self._ensure_ready()
-        return await engine.query_one(sql, params)  # type: ignore[union-attr]
+        engine = self._live or await self._ensure_ready()
+        return await engine.query_one(sql, params)
 
     async def scalar(self, sql: str, params: Sequence[Any] = ()) -> Any:
         """The first column of the first row, or None when there is no row."""
-        engine = self._engine if self._ready else await self._ensure_ready()
-        return await engine.scalar(sql, params)  # type: ignore[union-attr]
+        engine = self._live or await self._ensure_ready()
+        return await engine.scalar(sql, params)
 
     def transaction(self) -> Transaction:
         """An ``async with`` block: BEGIN/COMMIT, or a SAVEPOINT when already inside one."""
@@ -187,7 +184,7 @@ class DbTool(BaseTool):
             raise DatabaseUnavailableError(f"db did not start: {self._fatal}")
         engine = self._require_engine()
         async with self._starting:
-            if not self._ready:
+            if self._live is None:
                 await self._start()
         return engine
 
@@ -214,8 +211,8 @@ class Transaction:
     async def __aenter__(self) -> DbTool:
         tool = self._tool
         try:
-            engine = tool._engine if tool._ready else await tool._ensure_ready()
-            inner = engine.transaction()  # type: ignore[union-attr]
+            engine = tool._live or await tool._ensure_ready()
+            inner = engine.transaction()
             await inner.__aenter__()
         except DatabaseError as exc:
             tool._report(exc)

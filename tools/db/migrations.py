@@ -20,7 +20,8 @@ that). The rules:
   file is then re-checked inside the transaction, so a process that lost the race skips it.
 - **Statements are split** by :func:`tools.db.sqltext.split_statements` (literals, comments,
   dollar quotes and trigger bodies are respected), so the same file works on both engines as far
-  as its SQL does.
+  as its SQL does. ``BEGIN``/``COMMIT`` in a file is refused: on PostgreSQL a ``COMMIT`` there
+  would end the migration's own transaction half-way and break its atomicity.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from .errors import DatabaseError, DatabaseUnavailableError, MigrationError
+from .placeholders import TRANSACTION_CONTROL, prepare
 from .sqltext import Dialect, split_statements
 
 log = logging.getLogger("keel.db.migrations")
@@ -196,6 +198,12 @@ async def _apply(engine: MigrationEngine, migration: Migration) -> bool:
                 raise MigrationError(_changed_message([migration.name]))
             return False
         for number, statement in enumerate(split_statements(migration.text, engine.dialect), start=1):
+            keyword = prepare(statement.text, engine.dialect).leading
+            if keyword in TRANSACTION_CONTROL:
+                raise MigrationError(
+                    f"{migration.name}: statement {number} (line {statement.line}) is {keyword}: each "
+                    "migration already runs in a transaction of its own, so leave transaction control out"
+                )
             try:
                 await engine.run_script_statement(statement.text)
             except DatabaseUnavailableError:

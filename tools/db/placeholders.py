@@ -43,11 +43,8 @@ class PreparedSql:
     """A mistake found in the text itself (a gap in the numbering, several statements ...)."""
     leading: str
     """The first keyword, upper-cased (``SELECT``, ``INSERT`` ...), or ``""``."""
-
-    @property
-    def maybe_read_only(self) -> bool:
-        """Worth trying on a read-only connection (a ``WITH`` may still turn out to write)."""
-        return self.leading in READ_KEYWORDS
+    maybe_read_only: bool
+    """Worth trying on a read-only connection (a ``WITH`` may still turn out to write)."""
 
 
 @lru_cache(maxsize=4096)
@@ -79,7 +76,7 @@ def prepare(sql: str, dialect: Dialect) -> PreparedSql:
         problem = (DbErrorKind.MISUSE, f"{leading} is managed by db.transaction(); do not send it yourself")
     elif len(split_statements(sql, dialect)) > 1:
         problem = (DbErrorKind.MISUSE, "one statement per call (a script belongs in a migration file)")
-    return PreparedSql("".join(pieces), count, problem, leading)
+    return PreparedSql("".join(pieces), count, problem, leading, leading in READ_KEYWORDS)
 
 
 def check_params(prepared: PreparedSql, params: Sequence[Any]) -> None:

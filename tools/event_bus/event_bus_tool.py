@@ -69,6 +69,7 @@ _event_var = current_event_id_var
 _identity_var = current_identity_var
 _current_task = asyncio.current_task
 _new_event = tuple.__new__  # Event(...) without the generated __new__'s argument handling
+_OK = Outcome.OK  # enum member lookups cost more than a global on every delivery
 _NO_SUBSCRIBERS: tuple[tuple[Subscription, ...], list[str]] = ((), [])
 
 
@@ -205,7 +206,7 @@ class EventBusTool(BaseTool):
         event_token = _event_var.set(event.id)
         identity_token = _identity_var.set(subscription.identity)
         started = perf_counter()
-        outcome, error = Outcome.OK, None
+        outcome, error = _OK, None
         try:
             if subscription.is_async:
                 result = await subscription.handler(event)

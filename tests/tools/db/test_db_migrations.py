@@ -163,6 +163,14 @@ async def test_a_failing_file_is_rolled_back_whole_and_not_recorded(engine: str,
             await db.scalar("SELECT count(*) FROM half")
 
 
+async def test_transaction_control_in_a_file_is_refused(engine: str, root: Path) -> None:
+    write_migration(
+        root, "shop/001_tx.sql", "CREATE TABLE a (x INTEGER);\nBEGIN;\nCREATE TABLE b (x INTEGER);\nCOMMIT;"
+    )
+    with pytest.raises(MigrationError, match=r"shop/001_tx.sql: statement 2 \(line 2\) is BEGIN"):
+        await new_tool(root).setup()
+
+
 async def test_a_missing_dependency_stops_the_boot(engine: str, root: Path) -> None:
     write_migration(
         root, "orders/001_orders.sql", "-- depends: users/001_users.sql\nCREATE TABLE o (x INTEGER);"
