@@ -17,6 +17,7 @@ run: $(STAMP)
 	PLUGINS_WATCH=$${PLUGINS_WATCH:-1} $(BIN)/python main.py
 
 test: $(STAMP)
+	@bash scripts/install_browser.sh
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 lint: $(STAMP)
