@@ -15,7 +15,8 @@ On ``on_boot_complete`` (every plugin has booted) it:
 
 Configuration: ``AI_CONTEXT_ENABLED`` (default true; false turns the tool OFF) and
 ``CONTEXT_FILE`` (default ``AI_CONTEXT.md`` at the project root; a relative path is taken from the
-root). :meth:`ContextTool.regenerate` runs steps 1–3 again, for a plugin reloaded at run time.
+root). :meth:`ContextTool.regenerate` runs steps 1–3 again; the kernel has it done after every
+batch of plugin files loaded, reloaded or unloaded at run time (``on_plugins_changed``).
 """
 
 from __future__ import annotations
@@ -60,6 +61,12 @@ class ContextTool(BaseTool):
         self.context_file = path if path.is_absolute() else self.project_root / path
 
     async def on_boot_complete(self, container: Container) -> None:
+        self._container = container
+        if self.context_file is not None:
+            self.regenerate()
+
+    async def on_plugins_changed(self, container: Container) -> None:
+        """Plugin files were loaded, reloaded or unloaded while the service runs: describe it again."""
         self._container = container
         if self.context_file is not None:
             self.regenerate()
