@@ -9,6 +9,8 @@ registry, then calls ``setup()``. Everything else is optional and discovered by 
   after boot and sets ``stop`` on SIGINT/SIGTERM. It returns once in-flight work has drained.
 - ``release_owner(owner)``: forget everything registered by a plugin (``<domain>.<Class>``),
   called when that plugin is unloaded, so an unload leaves nothing behind.
+- ``promote_owner(staged, owner)``, ``async drain_owner(owner)``, ``async
+  on_plugins_changed(container)``: the live-reload hooks, described in :mod:`core.reloader`.
 - ``loop_factory``: a class attribute naming a faster event loop (uvloop) the kernel may use.
 """
 
@@ -72,6 +74,9 @@ _LIFECYCLE = frozenset(
         "on_instrument",
         "serve",
         "release_owner",
+        "promote_owner",
+        "drain_owner",
+        "on_plugins_changed",
         "get_interface_description",
         "health_check",
     }
