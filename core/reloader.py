@@ -233,10 +233,33 @@ class PluginHost:
     # -- the mechanics ---------------------------------------------------------------------------
 
     def _split(self, paths: Iterable[Path | str]) -> tuple[list[Path], list[Path]]:
-        """The plugin files among ``paths``: those on disk, and those gone (each sorted)."""
-        files = sorted({Path(os.path.abspath(os.fspath(p))) for p in paths if self.is_plugin_file(p)})
-        present = [path for path in files if path.is_file()]
-        return present, [path for path in files if path not in present]
+        """The plugin files ``paths`` stand for: those on disk, and those gone (each sorted).
+
+        A path under ``domains/`` that is not a plugin file (a domain or ``plugins`` folder that
+        was moved or deleted, say) stands for every plugin file below it, on disk or known.
+        """
+        files: set[str] = set()
+        folders: list[str] = []
+        for raw in paths:
+            text = os.path.abspath(os.fspath(raw))
+            if self.is_plugin_file(text):
+                files.add(text)
+            elif text.startswith(f"{self.domains}{os.sep}") and not text.endswith(".py"):
+                folders.append(text + os.sep)
+        if folders:
+            kernel = self._kernel
+            dump = kernel.registry.get_system_dump()
+            candidates = {str(p.file) for p in kernel.plugins.values()}
+            candidates.update(
+                str(self.root / state["file"]) for state in dump["plugins"].values() if state["file"]
+            )
+            candidates.update(str(self.root / relative) for relative in dump["load_errors"])
+            for folder in folders:
+                candidates.update(str(p) for p in Path(folder).glob("**/*.py"))
+            files.update(c for c in candidates if c.startswith(tuple(folders)) and self.is_plugin_file(c))
+        ordered = sorted(Path(text) for text in files)
+        present = [path for path in ordered if path.is_file()]
+        return present, [path for path in ordered if path not in present]
 
     async def _load(self, path: Path, *, fresh: bool) -> tuple[FileOutcome, list[LoadedPlugin]]:
         kernel = self._kernel

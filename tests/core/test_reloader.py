@@ -353,6 +353,14 @@ async def test_a_renamed_file_moves_its_plugin_without_a_gap(root: Path) -> None
         assert board(kernel).read("pin") == 2
 
 
+async def test_a_folder_moved_away_unloads_the_plugin_files_it_held(root: Path) -> None:
+    async with booted(root) as kernel:
+        (root / "domains/demo").rename(root / "demo-elsewhere")
+        [outcome] = await apply(kernel, root / "domains/demo")
+        assert (outcome.action, outcome.plugins) == (ReloadAction.UNLOADED, ("demo.Notes",))
+        assert kernel.plugins == {} and board(kernel).live == {}
+
+
 async def test_a_failed_import_of_a_file_that_never_loaded_is_forgotten_when_deleted(root: Path) -> None:
     async with booted(root) as kernel:
         path = write(root, "domains/demo/plugins/typo.py", "def broken(:\n")
