@@ -32,7 +32,10 @@ Choices this module makes (each is tested):
   or every subscriber finishing without an answer, raises ``EventNoReplyError`` at once; no answer
   in time raises ``EventRequestTimeout`` (subscribers still running are left to finish).
 - **Owners**: a subscription made while a plugin boots records that plugin
-  (``current_plugin_var``); ``release_owner`` drops them all when the plugin is unloaded.
+  (``current_plugin_var``); ``release_owner`` drops them all when the plugin is unloaded. A
+  plugin's new version booting under a staging owner (``core.reloader``) subscribes into a
+  waiting list; ``promote_owner`` then swaps the old version's subscriptions for the new ones
+  with no await in between, so no event reaches both versions or neither.
 - **The trace** keeps the newest ``EVENT_TRACE_BUFFER`` records (default 1000), see
   :mod:`tools.event_bus.trace`; ``trace_tree(root)`` and ``trace_stream()`` serve the system
   endpoints.
@@ -52,6 +55,7 @@ from typing import Any
 
 from core.base_tool import BaseTool
 from core.context import current_event_id_var, current_identity_var, current_plugin_var, identity_of
+from core.reloader import is_staging
 from core.threads import run_in_daemon_thread
 
 from .backend import EventBackend, InProcessBackend, make_backend
@@ -85,6 +89,7 @@ class EventBusTool(BaseTool):
         # name -> (subscriptions, their identities); replaced, never mutated, so a delivery
         # in progress keeps the tuple it started with.
         self._subscribers: dict[str, tuple[tuple[Subscription, ...], list[str]]] = {}
+        self._staged: dict[str, list[Subscription]] = {}  # staging owner -> subscriptions waiting
         self._replies: dict[str, asyncio.Future[Any]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._prefix = uuid.uuid4().hex[:12] + "-"
@@ -111,10 +116,23 @@ class EventBusTool(BaseTool):
 
     def release_owner(self, owner: str) -> None:
         """Forget every subscription made by plugin ``owner``."""
+        self._staged.pop(owner, None)
         for name, (subscriptions, _) in list(self._subscribers.items()):
             kept = tuple(s for s in subscriptions if s.owner != owner)
             if len(kept) != len(subscriptions):
                 self._set(name, kept)
+
+    def promote_owner(self, staged: str, owner: str) -> None:
+        """Replace ``owner``'s subscriptions with those made under ``staged``, in one step."""
+        incoming: dict[str, list[Subscription]] = {}
+        for subscription in self._staged.pop(staged, []):
+            subscription.owner = owner
+            incoming.setdefault(subscription.name, []).append(subscription)
+        for name in set(self._subscribers) | set(incoming):
+            subscriptions = self._subscribers.get(name, _NO_SUBSCRIBERS)[0]
+            kept = tuple(s for s in subscriptions if s.owner != owner)
+            if len(kept) != len(subscriptions) or name in incoming:
+                self._set(name, (*kept, *incoming.get(name, ())))
 
     # -- publishing --------------------------------------------------------------------------------
 
@@ -159,14 +177,22 @@ class EventBusTool(BaseTool):
             raise EventBusError(f"an event name is a non-empty string, got {name!r}")
         if not callable(handler):
             raise EventBusError(f"a subscriber must be callable, got {handler!r}")
+        owner = current_plugin_var.get()
+        if owner is not None and is_staging(owner):
+            waiting = self._staged.setdefault(owner, [])
+            if not any(s.name == name and s.handler == handler for s in waiting):
+                waiting.append(Subscription(name, handler, identity_of(handler), owner))
+            return
         subscriptions = self._subscribers.get(name, _NO_SUBSCRIBERS)[0]
         if any(s.handler == handler for s in subscriptions):
             return
-        subscription = Subscription(name, handler, identity_of(handler), current_plugin_var.get())
+        subscription = Subscription(name, handler, identity_of(handler), owner)
         self._set(name, (*subscriptions, subscription))
 
     async def unsubscribe(self, name: str, handler: Handler) -> bool:
         """Stop calling ``handler`` for ``name``; False if it was not subscribed."""
+        for waiting in self._staged.values():
+            waiting[:] = [s for s in waiting if not (s.name == name and s.handler == handler)]
         subscriptions = self._subscribers.get(name, _NO_SUBSCRIBERS)[0]
         kept = tuple(s for s in subscriptions if s.handler != handler)
         self._set(name, kept)
