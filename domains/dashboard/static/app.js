@@ -211,8 +211,9 @@
 
   async function poll() {
     clearTimeout(pollTimer);
+    let status, health, metrics;
     try {
-      const [status, health, metrics] = await Promise.all([
+      [status, health, metrics] = await Promise.all([
         getJSON("/system/status"),
         getJSON("/system/health", { allow: [503] }),
         getJSON("/system/metrics?limit=0"),
@@ -222,13 +223,6 @@
         info = await getJSON("/system/dashboard/info").catch(() => null);
         infoFor = processKey;
       }
-      renderHeader(status);
-      renderSummary(status, health, metrics.summary || {});
-      renderStatus(status);
-      renderMetrics(metrics.summary || {});
-      lastGoodPoll = Date.now();
-      unreachableSince = null;
-      refreshConnection();
     } catch (error) {
       if (error instanceof AuthError) {
         await auth.required(error);
@@ -237,12 +231,25 @@
       }
       if (unreachableSince === null) unreachableSince = Date.now();
       setConnection("down", `Service unreachable since ${clockTime(unreachableSince / 1000).slice(0, 8)} · retrying`);
+      pollTimer = setTimeout(poll, POLL_MS);
+      return;
     }
+    lastGoodPoll = Date.now();
+    unreachableSince = null;
+    try {
+      renderHeader(status);
+      renderSummary(status, health, metrics.summary || {});
+      renderStatus(status);
+      renderMetrics(metrics.summary || {});
+    } catch (error) {
+      console.error("dashboard: could not show the service's answer", error); // a bug here, not an outage
+    }
+    refreshConnection();
     pollTimer = setTimeout(poll, POLL_MS);
   }
 
   function refreshConnection() {
-    if (!lastGoodPoll || unreachableSince !== null) return;
+    if (!lastGoodPoll || unreachableSince !== null || !$("auth").hidden) return;
     const logs = streams.get("logs");
     if (logs && logs.state !== "live") setConnection("partial", "Reconnecting the log stream…");
     else setConnection("live", `Live · updated ${clockTime(lastGoodPoll / 1000).slice(0, 8)}`);
@@ -499,16 +506,17 @@
     }
 
     push(text) {
-      this.buffer += text;
-      for (;;) {
-        const match = /\r\n|\r|\n/.exec(this.buffer);
-        if (!match) return;
+      const buffer = this.buffer + text;
+      const breaks = /\r\n|\r|\n/g;
+      let start = 0;
+      let match;
+      while ((match = breaks.exec(buffer)) !== null) {
         // A lone "\r" at the end may be the first half of "\r\n": wait for the next chunk.
-        if (match[0] === "\r" && match.index === this.buffer.length - 1) return;
-        const line = this.buffer.slice(0, match.index);
-        this.buffer = this.buffer.slice(match.index + match[0].length);
-        this.line(line);
+        if (match[0] === "\r" && match.index === buffer.length - 1) break;
+        this.line(buffer.slice(start, match.index));
+        start = match.index + match[0].length;
       }
+      this.buffer = buffer.slice(start);
     }
 
     line(line) {
@@ -767,15 +775,18 @@
 
   $("log-level").addEventListener("change", (event) => {
     logs.minLevel = Number(event.target.value);
-    const visible = logs.paused ? logs.lines.filter((line) => !logs.held.includes(line)) : logs.lines;
+    clearTimeout(logs.renderTimer); // the lines waiting for a render are in logs.lines too
+    logs.renderTimer = null;
+    logs.pendingRender = [];
+    const held = new Set(logs.held);
+    const visible = logs.paused ? logs.lines.filter((line) => !held.has(line)) : logs.lines;
     renderLogLines(visible, { replace: true });
   });
 
   $("log-pause").addEventListener("click", (event) => {
     logs.paused = !logs.paused;
-    const button = event.currentTarget;
-    button.setAttribute("aria-pressed", String(logs.paused));
-    button.textContent = logs.paused ? "Resume" : "Pause";
+    // A toggle button keeps its name; aria-pressed (and the look) says whether it is on.
+    event.currentTarget.setAttribute("aria-pressed", String(logs.paused));
     if (!logs.paused) {
       const held = logs.held.splice(0);
       renderLogLines(held);
@@ -968,4 +979,7 @@
   poll();
   startLogStream();
   startEventStream();
+
+  // The wire-format parser, reachable so the browser tests can feed it awkward chunkings.
+  window.keelDashboard = Object.freeze({ EventStreamParser });
 })();

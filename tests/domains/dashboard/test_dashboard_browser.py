@@ -185,6 +185,39 @@ async def test_a_log_line_from_a_request_appears_and_the_level_filter_and_pause_
         assert watch.errors == []
 
 
+PARSER_CASE = r"""() => {
+    const events = [];
+    const retries = [];
+    const { EventStreamParser } = window.keelDashboard;
+    const parser = new EventStreamParser((e) => events.push(e), (ms) => retries.push(ms));
+    for (const chunk of [
+        "data: one\r", "\n\r\n",                       // CRLF, split between chunks
+        ": keep-alive\n\n",                              // a comment dispatches nothing
+        'id: 7\nevent: dropped\ndata: {"dropped": 3}\n\n',
+        "data: a\ndata: b\n\n",                          // two data lines are one event
+        "retry: 1500\n",
+        "data:no-space\r", "\ndata: q\n", "\n",          // CR then LF in the next chunk: one break
+    ]) parser.push(chunk);
+    return { events, retries };
+}"""
+
+
+async def test_the_stream_parser_follows_the_event_stream_format(tmp_path: Path, browser: Any) -> None:
+    async with serving(dashboard_root(tmp_path)) as (kernel, base_url):
+        page, watch = await open_dashboard(browser, base_url)
+        result = await page.evaluate(PARSER_CASE)
+    assert result == {
+        "events": [
+            {"type": "message", "data": "one", "id": None},
+            {"type": "dropped", "data": '{"dropped": 3}', "id": "7"},
+            {"type": "message", "data": "a\nb", "id": None},
+            {"type": "message", "data": "no-space\nq", "id": None},
+        ],
+        "retries": [1500],
+    }
+    assert watch.errors == []
+
+
 async def test_lines_the_server_dropped_for_the_page_are_counted(
     tmp_path: Path, browser: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
