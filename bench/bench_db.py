@@ -6,7 +6,8 @@ Run: ``.venv/bin/python bench/bench_db.py``   (about 30 s)
    (autocommit) statement, through the ``db`` tool as a plugin calls it (through the ToolProxy,
    which adds its own per-call bookkeeping) and through raw aiosqlite with the same pragmas
    (WAL, synchronous=NORMAL, foreign_keys=ON, busy_timeout). Each configuration gets a fresh
-   database file; A and B are interleaved, the median of the repeats is reported, and the ratio is
+   database file; the configurations are interleaved (in alternating order), the median of the
+   repeats is reported, and the ratio is
    raw time / db time (1.0 = as fast as raw, target >= 0.95). The same figure without the proxy
    is printed as ``..._direct_ratio`` to separate the tool's cost from the kernel's.
 2. 50 tasks each incrementing one counter 100 times, every increment in its own transaction:
@@ -32,7 +33,7 @@ import aiosqlite  # noqa: E402
 
 from core import Kernel  # noqa: E402
 
-REPEATS = {"insert_10k_one_tx": 7, "insert_1k_autocommit": 21}  # the short run needs more samples
+REPEATS = {"insert_10k_one_tx": 9, "insert_1k_autocommit": 31}  # the short run needs more samples
 TX_ROWS = 10_000
 SINGLE_ROWS = 1_000
 TASKS, INCREMENTS = 50, 100
@@ -117,11 +118,18 @@ async def keel_single(db: Any) -> None:
 
 
 async def compare(ws: Workspace, label: str, raw_body: Any, keel_body: Any) -> None:
-    raw, proxied, direct = [], [], []
-    for _ in range(REPEATS[label]):
-        raw.append(await raw_run(ws.fresh_file(), raw_body))
-        proxied.append(await keel_run(ws, keel_body, proxy=True))
-        direct.append(await keel_run(ws, keel_body, proxy=False))
+    raw: list[float] = []
+    proxied: list[float] = []
+    direct: list[float] = []
+    runs: list[tuple[list[float], Callable[[], Awaitable[float]]]] = [
+        (raw, lambda: raw_run(ws.fresh_file(), raw_body)),
+        (proxied, lambda: keel_run(ws, keel_body, proxy=True)),
+        (direct, lambda: keel_run(ws, keel_body, proxy=False)),
+    ]
+    for repeat in range(REPEATS[label]):
+        # A B C, then C B A: a drift in the machine's load does not favour whoever runs first
+        for samples, run in runs if repeat % 2 == 0 else reversed(runs):
+            samples.append(await run())
     raw_ms, keel_ms, direct_ms = (statistics.median(x) * 1000 for x in (raw, proxied, direct))
     emit(f"db_{label}_raw_aiosqlite", raw_ms, "ms")
     emit(f"db_{label}_keel", keel_ms, "ms")

@@ -37,7 +37,7 @@ import asyncio
 import logging
 import sqlite3
 import time
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -126,20 +126,20 @@ class SqliteEngine:
 
     # -- statements --------------------------------------------------------------------------------
 
-    async def execute(self, sql: str, params: Sequence[Any]) -> int:
-        count: int = await self._run(sql, params, _execute)
-        return count
+    # The statement methods are plain functions that check the call and hand back the coroutine
+    # that runs it: one coroutine per call instead of three, which matters at ~30 us per statement.
 
-    async def query(self, sql: str, params: Sequence[Any]) -> list[dict[str, Any]]:
-        rows: list[dict[str, Any]] = await self._run(sql, params, _query)
-        return rows
+    def execute(self, sql: str, params: Sequence[Any]) -> Coroutine[Any, Any, int]:
+        return self._run(sql, params, _execute)
 
-    async def query_one(self, sql: str, params: Sequence[Any]) -> dict[str, Any] | None:
-        row: dict[str, Any] | None = await self._run(sql, params, _query_one)
-        return row
+    def query(self, sql: str, params: Sequence[Any]) -> Coroutine[Any, Any, list[dict[str, Any]]]:
+        return self._run(sql, params, _query)
 
-    async def scalar(self, sql: str, params: Sequence[Any]) -> Any:
-        return await self._run(sql, params, _scalar)
+    def query_one(self, sql: str, params: Sequence[Any]) -> Coroutine[Any, Any, dict[str, Any] | None]:
+        return self._run(sql, params, _query_one)
+
+    def scalar(self, sql: str, params: Sequence[Any]) -> Coroutine[Any, Any, Any]:
+        return self._run(sql, params, _scalar)
 
     async def executemany(self, sql: str, rows: list[Sequence[Any]]) -> None:
         prepared = prepare(sql, _SQLITE)
@@ -158,15 +158,15 @@ class SqliteEngine:
     async def lock_migrations(self) -> None:
         """Nothing to do: the migration's ``BEGIN IMMEDIATE`` already excludes other writers."""
 
-    async def _run(self, sql: str, params: Sequence[Any], job: Any) -> Any:
+    def _run(self, sql: str, params: Sequence[Any], job: Any) -> Coroutine[Any, Any, Any]:
         prepared = prepare(sql, _SQLITE)
         check_params(prepared, params)
         owner = self._owner
         if owner is not None and owner is _current_task():
-            return await self._in_transaction(job, prepared.text, params)
+            return self._in_transaction(job, prepared.text, params)
         if prepared.maybe_read_only and self._readers:
-            return await self._read(job, prepared.text, params)
-        return await self._write(job, prepared.text, params)
+            return self._read(job, prepared.text, params)
+        return self._write(job, prepared.text, params)
 
     async def _in_transaction(self, job: Any, sql: str, params: Any) -> Any:
         if self._failure is not None:
@@ -193,7 +193,9 @@ class SqliteEngine:
 
     async def _write(self, job: Any, sql: str, params: Any) -> Any:
         writer = self._require(self._writer)
-        await self._lock.acquire(self.busy_timeout)
+        lock = self._lock
+        if not lock.try_acquire():
+            await lock.acquire(self.busy_timeout)
         try:
             return await writer.submit(_retrying, job, sql, params)
         except ENGINE_ERRORS as exc:
@@ -201,7 +203,7 @@ class SqliteEngine:
         finally:
             # Safe even if we were cancelled mid-statement: the worker runs jobs in order, and a
             # statement outside a transaction leaves no transaction open behind it.
-            self._lock.release()
+            lock.release()
 
     @staticmethod
     def _require(worker: SqliteWorker | None) -> SqliteWorker:
@@ -249,7 +251,8 @@ class SqliteTransaction:
                 raise translate(exc) from exc
             engine._depth = self._depth = depth
             return
-        await engine._lock.acquire(engine.busy_timeout)
+        if not engine._lock.try_acquire():
+            await engine._lock.acquire(engine.busy_timeout)
         try:
             await writer.submit(_begin)
         except BaseException as exc:

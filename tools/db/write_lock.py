@@ -25,11 +25,17 @@ class WriteLock:
         self._waiters: deque[asyncio.Future[None]] = deque()
         self.holder: asyncio.Task[object] | None = None
 
+    def try_acquire(self) -> bool:
+        """Take the lock if nobody holds it or waits for it (the common case, with no coroutine)."""
+        if self._held or self._waiters:
+            return False
+        self._held = True
+        self.holder = asyncio.current_task()
+        return True
+
     async def acquire(self, patience: float) -> None:
         """Take the lock, waiting at most ``patience`` seconds behind earlier callers."""
-        if not self._held and not self._waiters:
-            self._held = True
-            self.holder = asyncio.current_task()
+        if self.try_acquire():
             return
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._waiters.append(future)
