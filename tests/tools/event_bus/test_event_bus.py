@@ -403,11 +403,9 @@ async def test_shutdown_lets_deliveries_finish(event_bus: EventBusTool) -> None:
 
     await event_bus.subscribe("x", slow)
     await event_bus.publish("x")
-    stopping = asyncio.create_task(event_bus.shutdown())
-    await asyncio.sleep(0)  # shutdown is now waiting on the delivery
-    assert not stopping.done()
-    release.set()
-    await stopping
+    # released only once shutdown is already waiting (shutdown runs up to its first await first)
+    asyncio.get_running_loop().call_soon(release.set)
+    await event_bus.shutdown()
     assert finished == [True]
 
 
