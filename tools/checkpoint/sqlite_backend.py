@@ -1,0 +1,130 @@
+"""Checkpoints in a SQLite file (by default the ``db`` tool's own database file).
+
+Table ``keel_checkpoints (run_id, version, state, created_at, status)``, primary key
+``(run_id, version)``, created on first use. A save is one ``BEGIN IMMEDIATE`` transaction (SQLite's
+write lock, so producers in other processes queue behind it): read the run's latest version, refuse
+a version that is not above it, insert, prune to the newest ``keep``. The file is opened in WAL
+mode with a busy timeout, so it shares the file with the ``db`` tool's connections.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from .backend import Row, as_row
+from .errors import CheckpointConflict, CheckpointUnavailableError
+from .sqlite_thread import SqliteThread
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS keel_checkpoints (
+    run_id TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    state TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    status TEXT NOT NULL,
+    PRIMARY KEY (run_id, version)
+) WITHOUT ROWID
+"""
+COLUMNS = "version, state, created_at, status"
+
+
+class SqliteBackend:
+    def __init__(self, path: str, *, busy_timeout: float = 5.0) -> None:
+        self.path = path
+        self.busy_timeout = busy_timeout
+        self._thread: SqliteThread | None = None
+
+    def describe(self) -> str:
+        return f"sqlite {self.path}"
+
+    async def open(self) -> None:
+        if self.path != ":memory:":
+            try:
+                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise CheckpointUnavailableError(f"cannot create the folder of {self.path}: {exc}") from exc
+        thread = SqliteThread("keel-checkpoint-sqlite", self._connect)
+        try:
+            await thread.start()
+        except sqlite3.Error as exc:
+            raise CheckpointUnavailableError(f"cannot open the checkpoints at {self.path}: {exc}") from exc
+        self._thread = thread
+
+    def _connect(self) -> sqlite3.Connection:
+        connection = sqlite3.connect(
+            self.path, isolation_level=None, check_same_thread=False, timeout=self.busy_timeout
+        )
+        try:
+            connection.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
+            connection.execute("PRAGMA journal_mode = WAL")
+            connection.execute("PRAGMA synchronous = NORMAL")
+            connection.execute(SCHEMA)
+        except BaseException:
+            connection.close()
+            raise
+        return connection
+
+    async def close(self) -> None:
+        thread, self._thread = self._thread, None
+        if thread is not None:
+            await thread.stop()
+
+    async def _run(self, job: Callable[..., Any], *args: Any) -> Any:
+        if self._thread is None:
+            await self.open()
+        assert self._thread is not None
+        try:
+            return await self._thread.run(job, *args)
+        except sqlite3.DatabaseError as exc:
+            raise CheckpointUnavailableError(f"the checkpoints at {self.path} cannot be used: {exc}") from exc
+
+    async def ping(self) -> bool:
+        return bool(await self._run(lambda c: c.execute("SELECT 1").fetchone()[0] == 1))
+
+    async def save(self, run_id: str, row: Row, keep: int) -> None:
+        await self._run(_save, run_id, row, keep)
+
+    async def latest(self, run_id: str) -> Row | None:
+        sql = f"SELECT {COLUMNS} FROM keel_checkpoints WHERE run_id = ? ORDER BY version DESC LIMIT 1"
+        return await self._run(_one, sql, (run_id,))  # type: ignore[no-any-return]
+
+    async def at_version(self, run_id: str, version: int) -> Row | None:
+        sql = f"SELECT {COLUMNS} FROM keel_checkpoints WHERE run_id = ? AND version = ?"
+        return await self._run(_one, sql, (run_id, version))  # type: ignore[no-any-return]
+
+    async def list_versions(self, run_id: str) -> list[int]:
+        sql = "SELECT version FROM keel_checkpoints WHERE run_id = ? ORDER BY version"
+        rows = await self._run(lambda c: c.execute(sql, (run_id,)).fetchall())
+        return [int(r[0]) for r in rows]
+
+    async def delete(self, run_id: str) -> None:
+        await self._run(lambda c: c.execute("DELETE FROM keel_checkpoints WHERE run_id = ?", (run_id,)))
+
+
+def _one(connection: sqlite3.Connection, sql: str, params: tuple[Any, ...]) -> Row | None:
+    record = connection.execute(sql, params).fetchone()
+    return None if record is None else as_row(record)
+
+
+def _save(connection: sqlite3.Connection, run_id: str, row: Row, keep: int) -> None:
+    connection.execute("BEGIN IMMEDIATE")
+    latest = connection.execute(
+        "SELECT max(version) FROM keel_checkpoints WHERE run_id = ?", (run_id,)
+    ).fetchone()[0]
+    if row.version < 1 or (latest is not None and row.version <= latest):
+        connection.execute("ROLLBACK")
+        raise CheckpointConflict(run_id, row.version, latest)
+    connection.execute(
+        "INSERT INTO keel_checkpoints (run_id, version, state, created_at, status) VALUES (?, ?, ?, ?, ?)",
+        (run_id, row.version, row.state, row.created_at, row.status),
+    )
+    if keep:
+        connection.execute(
+            "DELETE FROM keel_checkpoints WHERE run_id = ? AND version <= ("
+            "SELECT version FROM keel_checkpoints WHERE run_id = ? ORDER BY version DESC LIMIT 1 OFFSET ?)",
+            (run_id, run_id, keep),
+        )
+    connection.execute("COMMIT")
