@@ -91,6 +91,11 @@
     return `${pad(date.getHours())}:${pad(date.getMinutes())}:${pad(date.getSeconds())}.${pad(date.getMilliseconds(), 3)}`;
   }
 
+  /** Text with line-break opportunities after "_" and ".", so long identifiers wrap readably. */
+  function breakable(text) {
+    return text.split(/(?<=[_.])/).flatMap((part, i) => (i ? [h("wbr"), part] : [part]));
+  }
+
   function plural(n, word, many) {
     return `${n.toLocaleString()} ${n === 1 ? word : many || `${word}s`}`;
   }
@@ -466,7 +471,7 @@
       ...rows.map((row) => {
         const [tool, ...method] = row.key.split(".");
         return h("tr", { "data-metric": row.key, class: row.errors ? "has-error" : "" },
-          h("th", { scope: "row" }, h("span", { class: "name" }, tool, h("span", { class: "muted", text: `.${method.join(".")}` }))),
+          h("th", { scope: "row" }, h("span", { class: "name" }, tool, h("wbr"), h("span", { class: "muted" }, breakable(`.${method.join(".")}`)))),
           h("td", { text: row.count.toLocaleString() }),
           h("td", { class: row.errors ? "error-text" : "", text: row.errors.toLocaleString() }),
           h("td", { class: row.errors ? "error-text" : "", text: `${(row.rate * 100).toFixed(row.rate && row.rate < 0.1 ? 1 : 0)}%` }),
