@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.metadata
 import re
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -40,7 +41,9 @@ GATE_PLUGIN = """
 """
 
 
+@asynccontextmanager
 async def client_for(root: Path) -> AsyncIterator[httpx.AsyncClient]:
+    """An in-process client for a booted root's whole HTTP stack (no server, no socket)."""
     async with booted(root) as kernel:
         transport = httpx.ASGITransport(app=kernel.container.get("http").asgi)
         async with httpx.AsyncClient(transport=transport, base_url="http://keel.test") as client:
@@ -49,7 +52,7 @@ async def client_for(root: Path) -> AsyncIterator[httpx.AsyncClient]:
 
 @pytest.fixture
 async def client(tmp_path: Path) -> AsyncIterator[httpx.AsyncClient]:
-    async for c in client_for(dashboard_root(tmp_path)):
+    async with client_for(dashboard_root(tmp_path)) as c:
         yield c
 
 
@@ -57,7 +60,7 @@ async def client(tmp_path: Path) -> AsyncIterator[httpx.AsyncClient]:
 async def gated_client(tmp_path: Path) -> AsyncIterator[httpx.AsyncClient]:
     root = dashboard_root(tmp_path)
     write(root, "domains/gate/plugins/gate.py", GATE_PLUGIN)
-    async for c in client_for(root):
+    async with client_for(root) as c:
         yield c
 
 
@@ -159,3 +162,14 @@ async def test_the_plugin_is_ready_and_its_page_is_no_api_endpoint(client: httpx
     paths = (await client.get("/openapi.json")).json()["paths"]
     assert "/system/dashboard/info" in paths
     assert not {"/system/", "/system/dashboard/app.js", "/system/dashboard/app.css"} & set(paths)
+
+
+def test_the_version_is_unknown_when_the_project_is_not_installed(monkeypatch: pytest.MonkeyPatch) -> None:
+    from domains.dashboard.plugins import dashboard
+
+    def not_installed(name: str) -> str:
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    assert dashboard.service_version() == importlib.metadata.version("keel")
+    monkeypatch.setattr(importlib.metadata, "version", not_installed)
+    assert dashboard.service_version() == "unknown"
