@@ -12,6 +12,7 @@ can be waited for until the requests that matched it before have finished.
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import uuid
 from typing import Any
@@ -57,20 +58,35 @@ def path_parameters(path: str) -> dict[str, type]:
 
 
 def _doc_endpoint(spec: EndpointSpec) -> Any:
+    return _stand_in(
+        spec.path, spec.method, spec.sse, spec.request_model, inspect.getdoc(spec.handler), spec.identity
+    )
+
+
+@functools.lru_cache(maxsize=1024)
+def _stand_in(
+    path: str, method: str, sse: bool, request_model: type[BaseModel] | None, doc: str | None, identity: str
+) -> Any:
+    """The documentation stand-in for one endpoint shape, built once and reused.
+
+    FastAPI remembers what it learned about every endpoint callable it has seen (thousands of
+    them); a plugin reloaded again and again registers the same route each time, and a new
+    function each time would make that memory grow with every reload.
+    """
     parameters = [
         inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=kind, default=Path())
-        for name, kind in path_parameters(spec.path).items()
+        for name, kind in path_parameters(path).items()
     ]
     body_name = "request_body"
     while body_name in {p.name for p in parameters}:
         body_name = f"_{body_name}"
-    if spec.request_model is not None:
+    if request_model is not None:
         parameters.append(
             inspect.Parameter(
-                body_name, inspect.Parameter.KEYWORD_ONLY, annotation=spec.request_model, default=Body()
+                body_name, inspect.Parameter.KEYWORD_ONLY, annotation=request_model, default=Body()
             )
         )
-    elif spec.method in _BODY_METHODS and not spec.sse:
+    elif method in _BODY_METHODS and not sse:
         parameters.append(
             inspect.Parameter(
                 body_name,
@@ -84,8 +100,8 @@ def _doc_endpoint(spec: EndpointSpec) -> Any:
         raise RuntimeError("documentation stand-in")
 
     endpoint.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
-    endpoint.__doc__ = inspect.getdoc(spec.handler)
-    endpoint.__name__ = spec.identity.replace(".", "_")
+    endpoint.__doc__ = doc
+    endpoint.__name__ = identity.replace(".", "_")
     return endpoint
 
 
