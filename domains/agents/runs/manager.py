@@ -1,0 +1,333 @@
+"""The runs of one process: starting them, reading them, following their events, cancelling them,
+and resuming at boot the runs a previous process left in flight.
+
+* ``start`` indexes the run, saves its first checkpoint and only then returns its id, so a run that
+  was acknowledged is never lost; it then runs in a task of its own.
+* ``view`` and ``follow`` serve a run that runs here from memory (its events as they happen) and any
+  other run from its latest checkpoint; a run running in another process is followed by reading its
+  checkpoint every ``poll`` seconds.
+* ``cancel`` asks a run running here to stop at its next safe point, and if it has not stopped
+  after ``cancel_grace`` seconds (a tool that does not return) cancels its task and records the
+  cancellation. A run that is not running here is cancelled by saving a ``cancelled`` checkpoint
+  on top of its latest one: if it is running in another process, that process's next save is
+  refused and it stops.
+* ``resume_in_flight`` (at boot) continues every indexed run whose latest checkpoint is not
+  terminal, once its agent is declared (waiting up to ``resume_wait`` seconds for the plugin that
+  declares it); a run whose agent never appears is failed, saying so.
+* ``close`` (at shutdown) cancels the tasks and leaves every run as its last checkpoint has it:
+  ``running``, to be resumed by the next process.
+
+Several processes may share the database: the checkpoints arbitrate (a save based on a stale
+version is refused), so two processes that both try to continue one run never both do.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from core.contracts.ports import Checkpoint, CheckpointStatus
+from core.contracts.types import StreamEventKind
+from core.errors import ConflictError, InvalidInputError, NotFoundError
+from core.execution.cancellation import CancellationToken
+from core.state.stores import CheckpointVersionConflict
+
+from .catalog import AgentCatalog
+from .execution import RunExecution, RunServices
+from .feed import RunFeed, parse_event_id, position_after, sse_item
+from .index import RunIndex
+from .record import RunRecord, usage_json
+
+log = logging.getLogger("keel.agents")
+
+CANCELLED_BY_REQUEST = "cancelled through the API"
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    resume_wait: float = 30.0
+    cancel_grace: float = 5.0
+    poll: float = 1.0
+
+
+@dataclass(eq=False)
+class LiveRun:
+    """A run executing in this process."""
+
+    record: RunRecord
+    feed: RunFeed
+    token: CancellationToken = field(default_factory=CancellationToken)
+    task: asyncio.Task[None] | None = None
+
+
+class RunManager:
+    def __init__(
+        self,
+        *,
+        catalog: AgentCatalog,
+        index: RunIndex,
+        services: RunServices,
+        settings: RunSettings | None = None,
+    ) -> None:
+        self.catalog = catalog
+        self.index = index
+        self.services = services
+        self.settings = settings or RunSettings()
+        self.live: dict[str, LiveRun] = {}
+        self._background: set[asyncio.Task[Any]] = set()
+        self._closing = asyncio.Event()
+
+    # -- starting ----------------------------------------------------------------------------------
+
+    async def start(
+        self, agent: str, task_input: str, *, max_cost_usd: str | None, max_calls: int | None
+    ) -> RunRecord:
+        spec = self.catalog.get(agent)
+        if spec is None:
+            known = ", ".join(s.agent.name for s in self.catalog.specs()) or "none"
+            raise NotFoundError(f"no agent named {agent!r} is declared (declared: {known})")
+        record = RunRecord(
+            uuid.uuid4().hex, agent, task_input, max_cost_usd=max_cost_usd, max_calls=max_calls
+        )
+        await self.index.add(record.run_id, agent, record.created_at)
+        try:
+            await self.services.checkpoint.save(
+                Checkpoint(record.run_id, 1, record.to_state(), record.created_at, CheckpointStatus.RUNNING)
+            )
+        except BaseException:
+            await self._quietly(self.index.remove(record.run_id))
+            raise
+        record.version = 1
+        self._launch(record, spec, resumed=False)
+        return record
+
+    def _launch(self, record: RunRecord, spec: Any, *, resumed: bool) -> LiveRun:
+        live = LiveRun(record, RunFeed(record.events, record.epoch))
+        self.live[record.run_id] = live
+        live.task = asyncio.create_task(self._execute(live, spec, resumed), name=f"agent-run-{record.run_id}")
+        return live
+
+    async def _execute(self, live: LiveRun, spec: Any, resumed: bool) -> None:
+        record = live.record
+        try:
+            await RunExecution(record, spec, self.services, live.feed, live.token, resumed=resumed).run()
+        except CheckpointVersionConflict as exc:
+            log.warning(
+                "agent run %s moved on elsewhere (%s); this process stops running it", record.run_id, exc
+            )
+        except asyncio.CancelledError:
+            live.feed.close()
+            raise
+        except Exception:
+            # The checkpoint could not be saved (its database is down): the run stays as its last
+            # checkpoint has it and the next boot resumes it.
+            log.exception("agent run %s stopped: its state could not be saved", record.run_id)
+        else:
+            await self._quietly(self.index.set_status(record.run_id, str(record.status)))
+        live.feed.close()
+        if self.live.get(record.run_id) is live:
+            del self.live[record.run_id]
+
+    # -- resuming ----------------------------------------------------------------------------------
+
+    async def resume_in_flight(self) -> int:
+        """Continue every run the index says may still need work; the number resumed."""
+        run_ids = [run_id for run_id in await self.index.in_flight() if run_id not in self.live]
+        outcomes = await asyncio.gather(*(self._resume(run_id) for run_id in run_ids))
+        return sum(outcomes)
+
+    async def _resume(self, run_id: str) -> bool:
+        checkpoint = await self.services.checkpoint.latest(run_id)
+        if checkpoint is None:
+            log.error("agent run %s is indexed but has no checkpoint; marking it failed", run_id)
+            await self.index.set_status(run_id, str(CheckpointStatus.FAILED))
+            return False
+        record = RunRecord.from_checkpoint(checkpoint)
+        if record.terminal:
+            await self.index.set_status(run_id, str(record.status))
+            return False
+        spec = self.catalog.get(record.agent) or await self.catalog.wait_for(
+            record.agent, self.settings.resume_wait
+        )
+        if run_id in self.live or self._closing.is_set():
+            return False
+        if spec is None:
+            message = f"agent {record.agent!r} is not declared in this service, so the run cannot continue"
+            log.error("agent run %s: %s", run_id, message)
+            try:
+                await self._end_elsewhere(record, CheckpointStatus.FAILED, "error", message)
+            except CheckpointVersionConflict:
+                pass  # another process is running it after all
+            return False
+        log.info("resuming agent run %s (%s) from version %d", run_id, record.agent, record.version)
+        self._launch(record, spec, resumed=True)
+        return True
+
+    # -- reading -----------------------------------------------------------------------------------
+
+    async def record_of(self, run_id: str) -> RunRecord:
+        live = self.live.get(run_id)
+        if live is not None:
+            return live.record
+        checkpoint = await self.services.checkpoint.latest(run_id)
+        if checkpoint is None:
+            raise NotFoundError(f"no agent run {run_id!r}")
+        return RunRecord.from_checkpoint(checkpoint)
+
+    async def view(self, run_id: str) -> dict[str, Any]:
+        record = await self.record_of(run_id)
+        return record.view(await self.services.checkpoint.list_versions(run_id))
+
+    async def follow(self, run_id: str, last_event_id: str | None) -> AsyncIterator[dict[str, Any]]:
+        """The run's events after ``last_event_id`` as server-sent-event items, until its final one.
+
+        Raises (before the stream starts) ``NotFoundError`` for an unknown run and
+        ``InvalidInputError`` for a ``Last-Event-ID`` that is not an event id.
+        """
+        if last_event_id is not None:
+            try:
+                parse_event_id(last_event_id)
+            except ValueError as exc:
+                raise InvalidInputError(f"Last-Event-ID: {exc}") from None
+        await self.record_of(run_id)
+        return self._follow(run_id, last_event_id)
+
+    async def _follow(self, run_id: str, last_id: str | None) -> AsyncIterator[dict[str, Any]]:
+        while True:
+            live = self.live.get(run_id)
+            if live is not None:
+                feed = live.feed
+                position = position_after(feed.events, last_id)
+                while True:
+                    while position < len(feed.events):
+                        event = feed.events[position]
+                        position += 1
+                        last_id = event["id"]
+                        yield sse_item(event)
+                    if feed.closed:
+                        break
+                    await feed.wait_beyond(position)
+            record = await self.record_of(run_id)
+            for event in record.events[position_after(record.events, last_id) :]:
+                last_id = event["id"]
+                yield sse_item(event)
+            if record.terminal or self._closing.is_set():
+                return
+            # Running in another process, waiting to be resumed, or being cancelled: look again.
+            try:
+                async with asyncio.timeout(self.settings.poll):
+                    await self._closing.wait()
+            except TimeoutError:
+                pass
+
+    # -- cancelling --------------------------------------------------------------------------------
+
+    async def cancel(self, run_id: str) -> dict[str, Any]:
+        live = self.live.get(run_id)
+        if live is not None and not live.record.terminal:
+            live.token.cancel(CANCELLED_BY_REQUEST)
+            self._spawn(self._enforce_cancel(live))
+            return {"id": run_id, "status": "cancelling"}
+        for _ in range(5):
+            record = await self.record_of(run_id)
+            if record.terminal:
+                raise ConflictError(f"agent run {run_id} has already ended ({record.status})")
+            try:
+                await self._end_elsewhere(
+                    record, CheckpointStatus.CANCELLED, "cancelled", CANCELLED_BY_REQUEST
+                )
+            except CheckpointVersionConflict:
+                continue  # it moved on meanwhile: look again
+            return {"id": run_id, "status": str(CheckpointStatus.CANCELLED)}
+        raise ConflictError(f"agent run {run_id} keeps changing; try cancelling again")
+
+    async def _enforce_cancel(self, live: LiveRun) -> None:
+        task = live.task
+        if task is None:
+            return
+        done, _ = await asyncio.wait({task}, timeout=self.settings.cancel_grace)
+        if done:
+            return
+        log.warning(
+            "agent run %s did not stop within %gs; cancelling its task",
+            live.record.run_id,
+            self.settings.cancel_grace,
+        )
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        if self.live.get(live.record.run_id) is live:
+            del self.live[live.record.run_id]
+        try:
+            await self._end_elsewhere(
+                live.record, CheckpointStatus.CANCELLED, "cancelled", f"{CANCELLED_BY_REQUEST} (forced)"
+            )
+        except CheckpointVersionConflict:
+            log.warning("agent run %s moved on elsewhere while it was being cancelled", live.record.run_id)
+
+    async def _end_elsewhere(
+        self, record: RunRecord, status: CheckpointStatus, reason: str, error: str
+    ) -> None:
+        """End a run this process is not executing: a terminal checkpoint on top of its latest one."""
+        record.reason, record.error, record.pending = reason, error, None
+        record.updated_at = time.time()
+        feed = RunFeed(record.events, record.epoch)
+        feed.publish(
+            str(StreamEventKind.FINAL),
+            {
+                "status": str(status),
+                "output": record.output,
+                "reason": reason,
+                "error": error,
+                "usage": usage_json(record.usage),
+                "cost_usd": record.cost_usd,
+            },
+        )
+        checkpoint = Checkpoint(
+            record.run_id, record.version + 1, record.to_state(), record.updated_at, status
+        )
+        await self.services.checkpoint.save(checkpoint)
+        record.version += 1
+        record.status = status
+        await self._quietly(self.index.set_status(record.run_id, str(status)))
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+
+    def _spawn(self, work: Any) -> None:
+        task = asyncio.create_task(work)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    def start_resuming(self) -> None:
+        """Resume the runs in flight in the background (boot does not wait for them)."""
+        self._spawn(self._resume_logged())
+
+    async def _resume_logged(self) -> None:
+        try:
+            count = await self.resume_in_flight()
+        except Exception:
+            log.exception("agents: resuming the runs in flight failed; they are resumed at the next boot")
+            return
+        if count:
+            log.info("agents: resumed %d run(s) left in flight", count)
+
+    async def close(self) -> None:
+        """Stop every task of this process; runs keep their last checkpoint (``running``)."""
+        self._closing.set()
+        tasks = [*self._background, *(live.task for live in self.live.values() if live.task is not None)]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        for live in self.live.values():
+            live.feed.close()
+        self.live.clear()
+
+    async def _quietly(self, work: Any) -> None:
+        try:
+            await work
+        except Exception:
+            log.exception("agents: updating the run index failed (the checkpoint remains the authority)")

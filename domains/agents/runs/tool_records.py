@@ -1,0 +1,74 @@
+"""The "after" half of a durable tool call: its result recorded under an idempotency key.
+
+Before an agent's tool runs, the run saves a checkpoint naming the call it is about to make
+(``pending``, with its key); that is the "before" half, and since a checkpoint save is refused to a
+producer that is not the run's latest, only one process can ever get past it. When the tool
+returns, :func:`record_tool_results` (a tool middleware) writes the result to the ``store`` under the
+key at once, before the run goes on to checkpoint the result message. A process that dies in
+between leaves the result in the store, and the resumed run uses it instead of calling the tool
+again. A process that dies *during* the call leaves no result: the resumed run then repeats the call
+only if the tool is not side-effecting (see :mod:`domains.agents.runs.open_turn`).
+
+The key is ``agents:tool:<run id>:<turn>:<call id>``, where ``<turn>`` is the position of the
+assistant message that asked for the call (call ids are only unique within one answer for some
+servers). Which call is running is known from :data:`current_call_key`, set by the run around
+each tool execution. Records expire after ``AGENTS_TOOL_RECORD_TTL`` seconds (default one week).
+A store that is unreachable when the result is recorded is logged, not raised: the checkpoint
+that follows records the result too, and failing the run would lose it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextvars import ContextVar
+from typing import Any
+
+from core.agents.cognition import render_tool_result
+from core.contracts.errors import StoreUnavailable
+from core.contracts.middleware import Call, Handler, Middleware, collect_one
+from core.contracts.ports import StorePort
+from core.contracts.types import ToolRequest
+
+from .record import json_safe
+
+log = logging.getLogger("keel.agents")
+
+current_call_key: ContextVar[str | None] = ContextVar("keel_agents_current_call_key", default=None)
+
+
+def call_key(run_id: str, turn: int, call_id: str) -> str:
+    return f"agents:tool:{run_id}:{turn}:{call_id}"
+
+
+def record_tool_results(store: StorePort | None, *, ttl: float | None) -> Middleware:
+    """Store each tool result under the running call's key (a pass-through without a store or key)."""
+
+    async def record_middleware(call: Call, nxt: Handler) -> AsyncIterator[Any]:
+        key = current_call_key.get()
+        if store is None or key is None or not isinstance(call.request, ToolRequest):
+            async for item in nxt(call):
+                yield item
+            return
+        result = await collect_one(nxt(call))
+        try:
+            await store.set(key, {"result": json_safe(result), "text": render_tool_result(result)}, ttl=ttl)
+        except StoreUnavailable:
+            log.warning(
+                "agents: the store is unavailable; tool result %s is kept by the checkpoint only", key
+            )
+        yield result
+
+    return record_middleware
+
+
+async def recorded_result(store: StorePort | None, key: str) -> dict[str, Any] | None:
+    """The result recorded under ``key``, if any (an unreachable store counts as none)."""
+    if store is None:
+        return None
+    try:
+        found = await store.get(key)
+    except StoreUnavailable:
+        log.warning("agents: the store is unavailable; cannot tell whether %s completed", key)
+        return None
+    return found if isinstance(found, dict) and "text" in found else None
