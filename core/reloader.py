@@ -458,7 +458,18 @@ def _log_outcome(outcome: FileOutcome) -> None:
         )
         return
     for where, error in outcome.errors.items():
-        log.error("%s: %s failed: %s", outcome.file, where, error)
+        if where == outcome.file:
+            log.error("%s did not load; what was running keeps running: %s", outcome.file, error)
+        else:
+            log.error("%s (%s) did not %s: %s", where, outcome.file, _VERB[outcome.action], error)
+
+
+_VERB = {
+    ReloadAction.LOADED: "boot",
+    ReloadAction.RELOADED: "boot",
+    ReloadAction.FAILED: "boot",
+    ReloadAction.UNLOADED: "unload",
+}
 
 
 def _drop_bytecode(path: Path) -> None:
