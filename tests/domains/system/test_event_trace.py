@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +16,7 @@ from core.errors import InvalidInputError, NotFoundError
 from domains.system.plugins.event_trace import EventTracePlugin
 from tests.domains.system.service_roots import service_root
 from tests.kit import booted, serving, write
+from tests.tools.db.db_fixtures import project_modules_restored
 from tools.event_bus.event_bus_tool import EventBusTool
 from tools.event_bus.events import Event
 
@@ -31,6 +32,13 @@ class RecordingHttp:
 
     def add_sse_endpoint(self, path: str, stream: Callable[..., Any], **options: Any) -> None:
         self.routes[f"SSE {path}"] = {"handler": stream, **options}
+
+
+@pytest.fixture(autouse=True)
+def _project_modules() -> Iterator[None]:
+    """The HTTP tests boot kernels on temporary roots; leave ``tools.*`` as the next test expects it."""
+    with project_modules_restored():
+        yield
 
 
 @pytest.fixture

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.tools.db.db_fixtures import pg_schema, started_tool
+from tests.tools.db.db_fixtures import pg_schema, project_modules_restored, started_tool
 from tools.db.db_tool import DbTool
 
 
@@ -27,3 +27,10 @@ async def db(
         monkeypatch.setenv("DATABASE_URL", url)
         async with started_tool(root) as tool:
             yield tool
+
+
+@pytest.fixture(autouse=True)
+def _project_modules() -> Iterator[None]:
+    """Tests here boot kernels on temporary roots; leave ``tools.*`` as the next test expects it."""
+    with project_modules_restored():
+        yield

@@ -10,9 +10,10 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
+import sys
 import uuid
-from collections.abc import AsyncIterator, Iterable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
@@ -171,3 +172,26 @@ def through(url: str, port: int) -> str:
 def target_of(url: str) -> tuple[str, int]:
     parts = urlsplit(url)
     return parts.hostname or "127.0.0.1", parts.port or 5432
+
+
+_PROJECT_PACKAGES = ("tools", "domains")
+
+
+@contextmanager
+def project_modules_restored() -> Iterator[None]:
+    """Put ``tools.*`` and ``domains.*`` back in ``sys.modules`` as they were.
+
+    Booting a kernel on a temporary root re-points those packages at the root's folders; a test
+    that does so must not leave a later test importing (even lazily) from the wrong tree.
+    """
+    saved = {name: module for name, module in sys.modules.items() if _is_project_module(name)}
+    try:
+        yield
+    finally:
+        for name in [name for name in sys.modules if _is_project_module(name) and name not in saved]:
+            del sys.modules[name]
+        sys.modules.update(saved)
+
+
+def _is_project_module(name: str) -> bool:
+    return name.split(".", 1)[0] in _PROJECT_PACKAGES
