@@ -50,6 +50,8 @@ from core.settings import env_float
 from .backend import Backend, row_of
 from .errors import CheckpointUnavailableError
 from .memory_backend import MemoryBackend
+from .postgres_backend import PostgresBackend
+from .sqlite_backend import SqliteBackend
 
 log = logging.getLogger("keel.checkpoint")
 
@@ -140,8 +142,6 @@ def make_backend(url: str, project_root: Path) -> Backend:
     if scheme == "memory":
         return MemoryBackend()
     if scheme == "sqlite":
-        from .sqlite_backend import SqliteBackend
-
         if not rest.startswith("/") or rest == "/":
             raise ValueError(
                 f"{url!r}: write sqlite:///relative/path.db (from the project root), "
@@ -151,8 +151,6 @@ def make_backend(url: str, project_root: Path) -> Backend:
         path = raw if raw == ":memory:" or Path(raw).is_absolute() else str(project_root / raw)
         return SqliteBackend(path, busy_timeout=env_float("CHECKPOINT_BUSY_TIMEOUT", 5.0))
     if scheme in ("postgresql", "postgres"):
-        from .postgres_backend import PostgresBackend
-
         return PostgresBackend(
             url,
             pool_max=_whole("CHECKPOINT_POOL_MAX", 10, minimum=1),

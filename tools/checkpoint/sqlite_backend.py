@@ -10,6 +10,7 @@ mode with a busy timeout, so it shares the file with the ``db`` tool's connectio
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -59,9 +60,9 @@ class SqliteBackend:
         )
         try:
             connection.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
-            connection.execute("PRAGMA journal_mode = WAL")
+            _while_busy(connection, "PRAGMA journal_mode = WAL", self.busy_timeout)
             connection.execute("PRAGMA synchronous = NORMAL")
-            connection.execute(SCHEMA)
+            _while_busy(connection, SCHEMA, self.busy_timeout)
         except BaseException:
             connection.close()
             raise
@@ -128,3 +129,19 @@ def _save(connection: sqlite3.Connection, run_id: str, row: Row, keep: int) -> N
             (run_id, run_id, keep),
         )
     connection.execute("COMMIT")
+
+
+def _while_busy(connection: sqlite3.Connection, sql: str, limit: float) -> None:
+    """Run ``sql``, retrying while another connection holds the lock (switching the journal mode
+    does not wait on SQLite's busy handler, so a concurrent writer, such as the ``db`` tool
+    migrating at boot, makes it fail at once)."""
+    deadline = time.monotonic() + limit
+    while True:
+        try:
+            connection.execute(sql)
+            return
+        except sqlite3.OperationalError as exc:
+            text = str(exc)
+            if ("locked" not in text and "busy" not in text) or time.monotonic() > deadline:
+                raise
+        time.sleep(0.02)

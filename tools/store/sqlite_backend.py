@@ -14,9 +14,9 @@ A file that cannot be opened, or a lock held past the busy timeout, is ``StoreBa
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections.abc import Callable
 from pathlib import Path
-from time import time
 from typing import Any
 
 from .backend import NotAList, append_to_list_text, counter_value, expiry
@@ -41,7 +41,9 @@ UPSERT = (
 
 
 class SqliteBackend:
-    def __init__(self, path: str, *, busy_timeout: float = 5.0, clock: Callable[[], float] = time) -> None:
+    def __init__(
+        self, path: str, *, busy_timeout: float = 5.0, clock: Callable[[], float] = time.time
+    ) -> None:
         self.path = path
         self.busy_timeout = busy_timeout
         self._clock = clock
@@ -70,9 +72,9 @@ class SqliteBackend:
         )
         try:
             connection.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
-            connection.execute("PRAGMA journal_mode = WAL")
+            _while_busy(connection, "PRAGMA journal_mode = WAL", self.busy_timeout)
             connection.execute("PRAGMA synchronous = NORMAL")
-            connection.execute(SCHEMA)
+            _while_busy(connection, SCHEMA, self.busy_timeout)
         except BaseException:
             connection.close()
             raise
@@ -192,3 +194,19 @@ def _increment(
     connection.execute(UPSERT, (scope, key, str(total), expires_at))
     connection.execute("COMMIT")
     return total
+
+
+def _while_busy(connection: sqlite3.Connection, sql: str, limit: float) -> None:
+    """Run ``sql``, retrying while another connection holds the lock (switching the journal mode
+    does not wait on SQLite's busy handler, so a concurrent writer, such as the ``db`` tool
+    migrating at boot, makes it fail at once)."""
+    deadline = time.monotonic() + limit
+    while True:
+        try:
+            connection.execute(sql)
+            return
+        except sqlite3.OperationalError as exc:
+            text = str(exc)
+            if ("locked" not in text and "busy" not in text) or time.monotonic() > deadline:
+                raise
+        time.sleep(0.02)

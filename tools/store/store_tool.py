@@ -55,6 +55,9 @@ from .backend import Backend, NotACounter, NotAList, decode, encode
 from .errors import StoreBackendUnavailable, not_a_list
 from .memory_backend import MemoryBackend
 from .not_ready import NotReadyBackend
+from .postgres_backend import PostgresBackend
+from .redis_backend import RedisBackend
+from .sqlite_backend import SqliteBackend
 
 log = logging.getLogger("keel.store")
 
@@ -185,18 +188,12 @@ def make_backend(url: str, project_root: Path) -> Backend:
     if scheme == "memory":
         return MemoryBackend()
     if scheme == "sqlite":
-        from .sqlite_backend import SqliteBackend
-
         return SqliteBackend(
             _sqlite_path(url, rest, project_root), busy_timeout=env_float("STORE_BUSY_TIMEOUT", 5.0)
         )
     if scheme in ("postgresql", "postgres"):
-        from .postgres_backend import PostgresBackend
-
         return PostgresBackend(url, pool_max=_positive_int("STORE_POOL_MAX", 10), connect_timeout=timeout)
     if scheme in ("redis", "rediss", "unix"):
-        from .redis_backend import RedisBackend
-
         prefix = os.environ.get("STORE_KEY_PREFIX", "keel:store:")
         return RedisBackend(url, prefix=prefix, connect_timeout=timeout)
     raise ValueError(

@@ -62,17 +62,23 @@ def trace_for(telemetry: Any) -> TracePort:
     """Spans through ``telemetry`` when it is on, else the no-op tracer."""
     if telemetry is None:
         return NoopTrace()
-    try:
-        enabled = bool(telemetry.is_enabled())
-    except Exception:
-        return NoopTrace()
+    flag = getattr(telemetry, "enabled", False)  # a property of the telemetry tool
+    enabled = bool(flag() if callable(flag) else flag)
     return TelemetryTrace(telemetry.get_tracer(SCOPE)) if enabled else NoopTrace()
 
 
 def _attribute(value: Any) -> Any:
-    """An attribute value OpenTelemetry accepts: scalars as they are, sequences as tuples of them."""
+    """An attribute value OpenTelemetry accepts: a scalar, or a tuple of scalars of one type (a
+    mixed sequence becomes strings); anything else its ``str``."""
     if isinstance(value, str | bool | int | float):
         return value
     if isinstance(value, list | tuple):
-        return tuple(v if isinstance(v, str | bool | int | float) else str(v) for v in value)
+        items = tuple(value)
+        if (
+            items
+            and all(type(v) is type(items[0]) for v in items)
+            and isinstance(items[0], str | bool | int | float)
+        ):
+            return items
+        return tuple(str(v) for v in items)
     return str(value)
