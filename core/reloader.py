@@ -182,7 +182,10 @@ class PluginHost:
     # -- what the watcher (or a test, or an operator) calls ------------------------------------
 
     async def apply(self, paths: Iterable[Path | str]) -> list[FileOutcome]:
-        """Bring the running plugins in line with these files as they are on disk now."""
+        """Bring the running plugins in line with these paths as they are on disk now; call it on
+        the kernel's event loop. Paths that are not plugin files are ignored, except folders under
+        ``domains/``, which stand for the plugin files below them. Tools get one
+        ``on_plugins_changed`` per call that changed anything."""
         present, gone = self._split(paths)
         if not present and not gone:
             return []
