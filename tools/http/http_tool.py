@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import inspect
 import logging
 import os
 import threading
@@ -86,7 +87,9 @@ class HttpTool(BaseTool):
     )
 
     def __init__(self) -> None:
-        self.app = FastAPI(title="Keel", description="Endpoints registered by Keel's plugins.")
+        self.app = FastAPI(
+            title="Keel", description="Endpoints registered by Keel's plugins.", **_native_telemetry_off()
+        )
         _install_error_handlers(self.app)
         self.asgi = RequestIdMiddleware(self.app)
         self.base_url: str | None = None
@@ -469,6 +472,16 @@ def _bracketed(host: str) -> str:
 # -- the envelope for what never reaches a Keel route ---------------------------------------------
 
 _BODYLESS = frozenset({204, 304})
+
+
+def _native_telemetry_off() -> dict[str, Any]:
+    """Recent FastAPI releases trace every request through the *global* OpenTelemetry providers on
+    their own. Keel's spans come from the telemetry tool (``on_instrument`` below), configured and
+    shut down with the service; FastAPI's own would duplicate them, and keep using a provider after
+    the telemetry tool has shut it down."""
+    if "telemetry" not in inspect.signature(FastAPI.__init__).parameters:
+        return {}
+    return {"telemetry": {"tracing": False, "metrics": False, "logs": False, "operation_spans": False}}
 
 
 def _install_error_handlers(app: FastAPI) -> None:
