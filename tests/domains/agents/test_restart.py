@@ -3,6 +3,10 @@ checkpoint by the next process on the same database, never repeating a side-effe
 
 from __future__ import annotations
 
+import asyncio
+import os
+import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +24,7 @@ from tests.domains.agents.agents_kit import (
     wait_for_status,
 )
 from tests.domains.agents.conftest import Files
-from tests.kit import serving
+from tests.kit import PROJECT, serving
 from tests.tools.store.store_fixtures import started_store
 
 FIRST_PROCESS = script(
@@ -149,3 +153,91 @@ async def test_a_run_whose_agent_is_gone_is_failed_saying_so(
         assert body["error"] == "agent 'ops' is not declared in this service, so the run cannot continue"
         events = await collect_events(client, run_id)
         assert events[-1]["event"] == "final" and events[-1]["data"]["status"] == "failed"
+
+
+RUN_SCRIPT = """
+import sys
+sys.path.insert(0, {project!r})
+from core import Kernel
+sys.exit(Kernel({root!r}).run())
+"""
+
+
+class Process:
+    """A Keel process on ``root``, its output read until the line saying where it serves."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.process: asyncio.subprocess.Process | None = None
+        self.lines: list[str] = []
+
+    async def start(self) -> str:
+        script = self.root / "run.py"
+        script.write_text(RUN_SCRIPT.format(project=str(PROJECT), root=str(self.root)))
+        env = {**os.environ, "PORT": "0", "HOST": "127.0.0.1", "LOG_LEVEL": "INFO"}
+        self.process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            str(script),
+            env=env,
+            cwd=self.root,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+        )
+        assert self.process.stdout is not None
+        async with asyncio.timeout(30):
+            while raw := await self.process.stdout.readline():
+                line = raw.decode(errors="replace").rstrip("\n")
+                self.lines.append(line)
+                found = re.search(r"serving on (http://\S+)", line)
+                if found:
+                    self._drain = asyncio.create_task(self._read_rest())
+                    return found.group(1)
+        raise AssertionError("the process never served:\n" + "\n".join(self.lines))
+
+    async def _read_rest(self) -> None:
+        assert self.process is not None and self.process.stdout is not None
+        while raw := await self.process.stdout.readline():
+            self.lines.append(raw.decode(errors="replace").rstrip("\n"))
+
+    async def kill(self) -> None:
+        if self.process is not None and self.process.returncode is None:
+            self.process.kill()  # SIGKILL: no shutdown hook, no finally block runs
+            await self.process.wait()
+
+
+async def test_a_killed_process_is_restarted_and_the_run_completes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, files: Files
+) -> None:
+    root = agents_root(
+        tmp_path,
+        tools=("http", "db", "checkpoint", "store", "logger"),
+        example=False,
+        plugins={"ops_agent.py": OPS_AGENT_PLUGIN},
+    )
+    monkeypatch.setenv("FAKE_LLM_SCRIPT", FIRST_PROCESS)
+    first = Process(root)
+    try:
+        url = await first.start()
+        async with httpx.AsyncClient(base_url=url, timeout=30) as client:
+            run_id = (await client.post("/agents/ops/runs", json={"input": "email Ada, then wait"})).json()[
+                "id"
+            ]
+            await wait_for_line(files.gate_log)
+    finally:
+        await first.kill()
+    assert files.sent() == ["ada@example.org"]
+
+    files.gate.touch()
+    monkeypatch.setenv("FAKE_LLM_SCRIPT", SECOND_PROCESS)
+    second = Process(root)
+    try:
+        url = await second.start()
+        async with httpx.AsyncClient(base_url=url, timeout=30) as client:
+            body = await wait_for_status(client, run_id, ["completed", "failed"])
+            assert body["status"] == "completed", (body, second.lines)
+            assert body["output"] == "All done." and body["resumed"] == 1
+            events = await collect_events(client, run_id)
+            assert [e["event"] for e in events].count("final") == 1
+    finally:
+        await second.kill()
+    assert files.sent() == ["ada@example.org"]
