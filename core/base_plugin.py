@@ -1,7 +1,9 @@
 """What a plugin is: one feature in one file under ``domains/<domain>/plugins/``.
 
-The kernel reads ``__init__``'s parameter names and injects the tool of each name (``container``
-injects the Container itself; a parameter with a default may go unmatched). Hooks may be plain or
+The kernel reads ``__init__``'s parameter names and injects the tool of each name. Two names are
+reserved: ``container`` injects the Container itself, and ``tasks`` a per-plugin
+:class:`~core.plugin_tasks.PluginTasks` whose background tasks are cancelled when the plugin is
+unloaded or replaced. A parameter with a default may go unmatched. Hooks may be plain or
 ``async def``; plain ones run in a worker thread so they never block the event loop.
 """
 
