@@ -35,7 +35,7 @@ from typing import Any
 from core.base_plugin import BasePlugin
 from core.base_tool import BaseTool
 from core.container import Container
-from core.context import bound, current_identity_var, current_plugin_var
+from core.context import current_identity_var, current_plugin_var
 from core.errors import KernelBootError, ToolNotConfiguredError, ToolUnavailableError
 from core.loader import import_file
 from core.plugin_tasks import PluginTasks
@@ -271,15 +271,19 @@ class Kernel:
                 self.registry.update_plugin_status(plugin_id, PluginStatus.DEAD, reason)
                 log.error("plugin %s is DEAD: %s", plugin_id, reason)
             return reason
+        owner_token = current_plugin_var.set(owner)
+        identity_token = current_identity_var.set(f"{plugin_id}.__init__")
         try:
-            with bound(current_plugin_var, owner), bound(current_identity_var, f"{plugin_id}.__init__"):
-                instance = cls(**kwargs)
+            instance = cls(**kwargs)
         except Exception as exc:
             reason = f"__init__ raised {_describe(exc)}"
             if staged_owner is None:
                 self.registry.update_plugin_status(plugin_id, PluginStatus.DEAD, reason)
             log.exception("plugin %s: __init__ raised", plugin_id)
             return reason
+        finally:
+            current_identity_var.reset(identity_token)
+            current_plugin_var.reset(owner_token)
         instance.keel_identity = plugin_id
         return LoadedPlugin(plugin_id, domain, instance, path, dependencies, owner, tasks)
 

@@ -20,7 +20,10 @@ from types import ModuleType
 
 
 def module_name(root: Path | str, path: Path | str) -> str:
-    root_str, path_str = _absolute(root), _absolute(path)
+    return _name_within(_absolute(root), _absolute(path))
+
+
+def _name_within(root_str: str, path_str: str) -> str:
     prefix = root_str.rstrip(os.sep) + os.sep
     relative = path_str[len(prefix) :] if path_str.startswith(prefix) else os.path.relpath(path_str, root_str)
     parts = relative[:-3].split(os.sep) if relative.endswith(".py") else relative.split(os.sep)
@@ -37,7 +40,7 @@ def import_file(root: Path | str, path: Path | str, *, fresh: bool = False) -> M
     """
     root_str = _absolute(root)
     path_str = _absolute(path)
-    name = module_name(root_str, path_str)
+    name = _name_within(root_str, path_str)
     parts = name.split(".")
     directory = root_str
     for depth in range(1, len(parts)):
