@@ -5,18 +5,40 @@ checks, running subscribers with their context, isolation, the trace. A backend 
 events: ``send`` hands one over, and the backend calls the ``receive`` callback it was bound to
 for every event this process should deliver (its own and, for a shared broker, other processes').
 
-Only the in-process backend exists today; ``EVENT_BUS_URL`` picks the backend, so a broker-based
-one (Redis Streams, say) is a new class here and a new scheme in :func:`make_backend`.
+A broker shared by several processes (:class:`BrokerBackend`, Redis Streams in
+:mod:`tools.event_bus.redis_backend`) delivers to subscriber *groups* instead: the bus tells it
+which groups subscribe to what here (``attach``, ``join``, ``changed``), and the broker asks the
+bus to run one group's handlers for one event (``DeliverToGroup``), learning from the
+:class:`GroupOutcome` whether to acknowledge it, retry it or give up on it, and what to reply.
+
+``EVENT_BUS_URL`` picks the backend (:func:`make_backend`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Protocol
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from .events import Event
 
 Receive = Callable[[Event], None]
+
+
+class GroupOutcome(NamedTuple):
+    """How one group's handlers did with one event."""
+
+    failures: dict[str, str]
+    """Subscriber identity -> ``"Type: message"`` for each handler that raised."""
+    answer: Any
+    """The first value a handler returned other than ``None`` (a request's reply), else ``None``."""
+
+
+DeliverToGroup = Callable[[Event, str, "frozenset[str] | None"], Awaitable["GroupOutcome | None"]]
+"""``deliver(event, group, only)``: run ``group``'s handlers of ``event.name`` here (only those whose
+identity is in ``only``, when given); ``None`` when the group has no such handler here."""
+
+LocalGroups = Callable[[], dict[str, frozenset[str]]]
+"""The groups with subscribers in this process, each with the event names it subscribes to."""
 
 
 class EventBackend(Protocol):
@@ -35,6 +57,32 @@ class EventBackend(Protocol):
     async def close(self) -> None: ...
 
     def describe(self) -> str: ...
+
+    def capability(self) -> dict[str, Any]:
+        """What the system dump says about the backend: at least ``backend`` and ``shared``."""
+
+
+@runtime_checkable
+class BrokerBackend(EventBackend, Protocol):
+    """A backend shared by several processes, delivering each event once per subscriber group."""
+
+    counters: dict[str, int]
+    """What it has done in this process (delivered, retried, dead-lettered, claimed ...)."""
+
+    def attach(self, deliver: DeliverToGroup, groups: LocalGroups) -> None: ...
+
+    async def join(self, name: str, group: str) -> None:
+        """``group`` subscribes to ``name`` (here, or once a reloaded plugin is promoted)."""
+
+    def changed(self) -> None:
+        """The subscriptions of this process changed."""
+
+    async def request(self, event: Event, timeout: float) -> Any: ...  # noqa: ASYNC109
+
+    async def stop_receiving(self) -> None:
+        """Take no new events; let the deliveries under way finish (bounded)."""
+
+    async def dead_letters(self, limit: int) -> list[dict[str, Any]]: ...
 
 
 class InProcessBackend:
@@ -59,13 +107,23 @@ class InProcessBackend:
     def describe(self) -> str:
         return "in-process"
 
+    def capability(self) -> dict[str, Any]:
+        return {"backend": "in-process", "shared": False}
+
 
 def make_backend(url: str) -> EventBackend:
-    """The backend ``EVENT_BUS_URL`` names; empty or ``memory://`` is the in-process one."""
-    scheme = url.strip().partition("://")[0].lower()
+    """The backend ``EVENT_BUS_URL`` names: empty or ``memory://`` is the in-process one,
+    ``redis://`` / ``rediss://`` Redis Streams (settings in :mod:`tools.event_bus.redis_settings`)."""
+    url = url.strip()
+    scheme = url.partition("://")[0].lower()
     if scheme in ("", "memory"):
         return InProcessBackend()
+    if scheme in ("redis", "rediss"):
+        from .redis_backend import RedisStreamsBackend
+        from .redis_settings import RedisBusSettings
+
+        return RedisStreamsBackend(RedisBusSettings.from_env(url))
     raise ValueError(
-        f"EVENT_BUS_URL scheme {scheme!r} is not supported yet; leave it empty (or memory://) "
-        "for the in-process bus"
+        f"EVENT_BUS_URL scheme {scheme!r} is not supported; leave it empty (or memory://) for the "
+        "in-process bus, or use redis://host:6379/0 for Redis Streams"
     )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from core.contracts.errors import ErrorClass
-from core.errors import KeelError
+from core.errors import KeelError, ToolUnavailableError
 
 
 class EventBusError(KeelError):
@@ -26,3 +26,9 @@ class EventNoReplyError(EventBusError):
     """``request`` found nobody to answer: no subscriber, or every one returned None or failed."""
 
     error_class = ErrorClass.PERMANENT
+
+
+class EventBusUnavailableError(EventBusError, ToolUnavailableError):
+    """The broker carrying events (Redis) cannot be reached; ``publish`` did not hand the event over."""
+
+    error_class = ErrorClass.TRANSIENT

@@ -41,6 +41,15 @@ Choices this module makes (each is tested):
   endpoints.
 
 ``EVENT_BUS_URL`` chooses the backend (:mod:`tools.event_bus.backend`); empty means in-process.
+With ``redis://...`` several processes share the bus (:mod:`tools.event_bus.redis_backend`):
+
+- **Groups.** ``subscribe(name, handler, group=...)`` puts the subscription in a group; by default
+  the subscribing plugin (``<domain>.<Class>``). Each group receives each event once across the
+  processes, and every group receives it; a handler that raises is retried and finally
+  dead-lettered (``dead_letters()``), instead of only being logged.
+- ``request`` is answered by whichever process handles the event; the trace stays per process
+  (each record says which process delivered it); the dump's ``kernel.capabilities.event_bus``
+  says which backend runs and whether it is shared.
 """
 
 from __future__ import annotations
@@ -55,12 +64,13 @@ from typing import Any
 
 from core.base_tool import BaseTool
 from core.context import current_event_id_var, current_identity_var, current_plugin_var, identity_of
+from core.registry import ToolStatus
 from core.reloader import is_staging
 from core.threads import run_in_daemon_thread
 
-from .backend import EventBackend, InProcessBackend, make_backend
+from .backend import BrokerBackend, EventBackend, GroupOutcome, InProcessBackend, make_backend
 from .errors import EventBusError, EventNoReplyError, EventPayloadError, EventRequestTimeout
-from .events import Event, Handler, Subscription
+from .events import Event, Handler, Subscription, default_group
 from .payload import freeze_json
 from .trace import Outcome, TraceListener, TraceLog, TraceRecord
 
@@ -85,6 +95,7 @@ class EventBusTool(BaseTool):
     def __init__(self) -> None:
         self._backend: EventBackend = InProcessBackend()
         self._backend.bind(self._receive)
+        self._broker: BrokerBackend | None = None  # the backend, when several processes share it
         self._trace = TraceLog(DEFAULT_TRACE_BUFFER)
         # name -> (subscriptions, their identities); replaced, never mutated, so a delivery
         # in progress keeps the tuple it started with.
@@ -101,11 +112,21 @@ class EventBusTool(BaseTool):
     async def setup(self) -> None:
         self._backend = make_backend(os.environ.get("EVENT_BUS_URL", ""))
         self._backend.bind(self._receive)
+        self._broker = self._backend if isinstance(self._backend, BrokerBackend) else None
+        if self._broker is not None:
+            self._broker.attach(self._deliver_group, self._local_groups)
         self._trace = TraceLog(_trace_buffer_size())
+        registry = getattr(self, "kernel_registry", None)
+        if registry is not None:
+            registry.set_capability(self.name, self._backend.capability())
         await self._backend.start()
+        if registry is not None:
+            registry.update_tool_status(self.name, ToolStatus.OK, self._backend.describe())
 
     async def shutdown(self) -> None:
         """Let deliveries in flight finish (bounded), cancel the rest, close the backend."""
+        if self._broker is not None:
+            await self._broker.stop_receiving()
         tasks = set(self._tasks)
         if tasks:
             _, pending = await asyncio.wait(tasks, timeout=DRAIN_SECONDS)
@@ -147,6 +168,8 @@ class EventBusTool(BaseTool):
     async def request(self, name: str, payload: Any = None, timeout: float = 5.0) -> Any:  # noqa: ASYNC109
         """Publish and wait for the first subscriber that returns a value; return that value."""
         event = self._event(name, payload)
+        if self._broker is not None:
+            return await self._broker.request(event, timeout)
         answer: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._replies[event.id] = answer
         try:
@@ -171,23 +194,28 @@ class EventBusTool(BaseTool):
 
     # -- subscribing -------------------------------------------------------------------------------
 
-    async def subscribe(self, name: str, handler: Handler) -> None:
-        """Call ``handler(event)`` for every event named ``name`` from now on."""
+    async def subscribe(self, name: str, handler: Handler, *, group: str | None = None) -> None:
+        """Call ``handler(event)`` for every event named ``name`` from now on (``group``: see above)."""
         if type(name) is not str or not name:
             raise EventBusError(f"an event name is a non-empty string, got {name!r}")
         if not callable(handler):
             raise EventBusError(f"a subscriber must be callable, got {handler!r}")
+        if group is not None and (type(group) is not str or not group):
+            raise EventBusError(f"a subscriber group is a non-empty string, got {group!r}")
         owner = current_plugin_var.get()
+        group = group or default_group(owner, handler)
         if owner is not None and is_staging(owner):
             waiting = self._staged.setdefault(owner, [])
             if not any(s.name == name and s.handler == handler for s in waiting):
-                waiting.append(Subscription(name, handler, identity_of(handler), owner))
-            return
-        subscriptions = self._subscribers.get(name, _NO_SUBSCRIBERS)[0]
-        if any(s.handler == handler for s in subscriptions):
-            return
-        subscription = Subscription(name, handler, identity_of(handler), owner)
-        self._set(name, (*subscriptions, subscription))
+                waiting.append(Subscription(name, handler, identity_of(handler), owner, group))
+        else:
+            subscriptions = self._subscribers.get(name, _NO_SUBSCRIBERS)[0]
+            if any(s.handler == handler for s in subscriptions):
+                return
+            subscription = Subscription(name, handler, identity_of(handler), owner, group)
+            self._set(name, (*subscriptions, subscription))
+        if self._broker is not None:
+            await self._broker.join(name, group)
 
     async def unsubscribe(self, name: str, handler: Handler) -> bool:
         """Stop calling ``handler`` for ``name``; False if it was not subscribed."""
@@ -203,6 +231,16 @@ class EventBusTool(BaseTool):
             self._subscribers[name] = (subscriptions, [s.identity for s in subscriptions])
         else:
             self._subscribers.pop(name, None)
+        if self._broker is not None:
+            self._broker.changed()
+
+    def _local_groups(self) -> dict[str, frozenset[str]]:
+        """For a broker: each group with subscribers here, and the event names it subscribes to."""
+        groups: dict[str, set[str]] = {}
+        for name, (subscriptions, _) in self._subscribers.items():
+            for subscription in subscriptions:
+                groups.setdefault(subscription.group, set()).add(name)
+        return {group: frozenset(names) for group, names in groups.items()}
 
     def subscriptions(self) -> list[dict[str, Any]]:
         """Every subscription with its owner and its delivered/failed counters."""
@@ -228,11 +266,12 @@ class EventBusTool(BaseTool):
 
     async def _deliver(
         self, subscription: Subscription, event: Event, record: TraceRecord, index: int
-    ) -> None:
+    ) -> Any:
+        """Run one subscriber on one event; return what it returned (``None`` if it raised)."""
         event_token = _event_var.set(event.id)
         identity_token = _identity_var.set(subscription.identity)
         started = perf_counter()
-        outcome, error = _OK, None
+        outcome, error, result = _OK, None, None
         try:
             if subscription.is_async:
                 result = await subscription.handler(event)
@@ -269,6 +308,36 @@ class EventBusTool(BaseTool):
             _identity_var.reset(identity_token)
             _event_var.reset(event_token)
             self._tasks.discard(_current_task())
+        return result
+
+    async def _deliver_group(
+        self, event: Event, group: str, only: frozenset[str] | None
+    ) -> GroupOutcome | None:
+        """For a broker: run ``group``'s subscribers of ``event`` here (those in ``only``, if given)
+        and report which failed and the first answer; ``None`` if the group has none here."""
+        chosen = [
+            s
+            for s in self._subscribers.get(event.name, _NO_SUBSCRIBERS)[0]
+            if s.group == group and (only is None or s.identity in only)
+        ]
+        if not chosen:
+            return None
+        identities = [s.identity for s in chosen]
+        record = TraceRecord(event, identities)
+        self._trace.keep(record)
+        if len(chosen) == 1:
+            answers = [await self._deliver(chosen[0], event, record, 0)]
+        else:
+            create_task = asyncio.get_running_loop().create_task
+            tasks = [create_task(self._deliver(s, event, record, i)) for i, s in enumerate(chosen)]
+            self._tasks.update(tasks)
+            answers = await asyncio.gather(*tasks)
+        failures = {
+            identities[i]: result[1] or "failed"
+            for i, result in enumerate(record.results)
+            if result is not None and result[0] is not _OK
+        }
+        return GroupOutcome(failures, next((a for a in answers if a is not None), None))
 
     def _answer(self, event: Event, result: Any) -> None:
         waiting = self._replies.get(event.id)
@@ -308,6 +377,12 @@ class EventBusTool(BaseTool):
     def remove_trace_listener(self, listener: TraceListener) -> None:
         self._trace.remove_listener(listener)
 
+    async def dead_letters(self, limit: int = 100) -> list[dict[str, Any]]:
+        """The newest ``limit`` events a group gave up on, newest first (a shared broker only)."""
+        if self._broker is None:
+            return []
+        return await self._broker.dead_letters(limit)
+
     def stats(self) -> dict[str, Any]:
         """Counters for the dump: events published, failed deliveries, deliveries in flight."""
         return {
@@ -316,6 +391,7 @@ class EventBusTool(BaseTool):
             "failed_deliveries": self.failed_deliveries,
             "in_flight": len(self._tasks),
             "trace_buffer": self._trace.size,
+            **({"broker": dict(self._broker.counters)} if self._broker is not None else {}),
         }
 
 

@@ -6,6 +6,9 @@ import inspect
 from collections.abc import Awaitable, Callable
 from typing import Any, NamedTuple
 
+from core.context import IDENTITY_ATTRIBUTE, identity_of
+from core.reloader import base_owner
+
 Handler = Callable[["Event"], Awaitable[Any] | Any]
 """A subscriber: ``handler(event)``, plain or ``async``; its return value answers a request."""
 
@@ -29,15 +32,21 @@ class Event(NamedTuple):
 
 
 class Subscription:
-    """One handler subscribed to one event name, with its failure count for the dump."""
+    """One handler subscribed to one event name, with its group and its failure count for the dump.
 
-    __slots__ = ("failed", "handler", "identity", "is_async", "name", "owner")
+    ``group`` matters where several processes share a broker: a group receives each event once
+    across them (:mod:`tools.event_bus.redis_backend`). In one process every subscription simply
+    receives every event of its name.
+    """
 
-    def __init__(self, name: str, handler: Handler, identity: str, owner: str | None) -> None:
+    __slots__ = ("failed", "group", "handler", "identity", "is_async", "name", "owner")
+
+    def __init__(self, name: str, handler: Handler, identity: str, owner: str | None, group: str) -> None:
         self.name = name
         self.handler = handler
         self.identity = identity
         self.owner = owner
+        self.group = group
         self.is_async = _is_async(handler)
         self.failed = 0
 
@@ -46,8 +55,24 @@ class Subscription:
             "event": self.name,
             "subscriber": self.identity,
             "owner": self.owner,
+            "group": self.group,
             "failed": self.failed,
         }
+
+
+def default_group(owner: str | None, handler: Handler) -> str:
+    """The group of a subscription made without ``group=``: the plugin that subscribes.
+
+    That is the plugin booting (``owner``, without a reload's staging mark), else the plugin whose
+    method the handler is, else the handler's qualified name.
+    """
+    plugin_id = base_owner(owner)
+    if plugin_id:
+        return plugin_id
+    plugin = getattr(getattr(handler, "__self__", None), IDENTITY_ATTRIBUTE, None)
+    if isinstance(plugin, str) and plugin:
+        return plugin
+    return identity_of(handler)
 
 
 def _is_async(handler: Callable[..., Any]) -> bool:

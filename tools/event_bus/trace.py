@@ -12,12 +12,18 @@ what happened, not what was said, so it never holds on to (or leaks) payload dat
 
 Per event the cost is one small object and a few list slots; dicts are only built when someone
 reads the trace or listens to it.
+
+The buffer is per process, also when several processes share a broker: each record is an event
+as this process delivered it, and says so (``process``: ``{"pid", "host"}``, as in the dump's
+``kernel.process``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import socket
 from collections import deque
 from collections.abc import AsyncGenerator, Callable
 from enum import StrEnum
@@ -29,6 +35,7 @@ from .events import Event
 log = logging.getLogger("keel.event_bus")
 
 TraceListener = Callable[[dict[str, Any]], None]
+_HOST = socket.gethostname()
 
 
 class Outcome(StrEnum):
@@ -66,6 +73,7 @@ class TraceRecord:
             "complete": complete,
             "seq": self.seq or None,
             "subscribers": [self._subscriber(i) for i in range(len(self.subscribers))],
+            "process": {"pid": os.getpid(), "host": _HOST},
         }
 
     def _subscriber(self, index: int) -> dict[str, Any]:

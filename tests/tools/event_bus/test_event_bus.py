@@ -380,7 +380,7 @@ async def test_the_trace_keeps_only_the_newest_records(monkeypatch: pytest.Monke
 @pytest.mark.parametrize(
     ("name", "value", "message"),
     [
-        ("EVENT_BUS_URL", "redis://localhost", "scheme 'redis' is not supported yet"),
+        ("EVENT_BUS_URL", "kafka://localhost", "scheme 'kafka' is not supported"),
         ("EVENT_TRACE_BUFFER", "many", "EVENT_TRACE_BUFFER must be a whole number"),
         ("EVENT_TRACE_BUFFER", "0", "EVENT_TRACE_BUFFER must be at least 1"),
     ],

@@ -1,0 +1,96 @@
+"""Stream entries: an event read back from its entry is the event a local subscriber would get."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tools.event_bus.events import Event
+from tools.event_bus.payload import freeze_json
+from tools.event_bus.redis_settings import RedisBusSettings
+from tools.event_bus.redis_wire import (
+    Keys,
+    dead_letter_fields,
+    dead_letter_view,
+    event_fields,
+    process_label,
+    read_event,
+)
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@given(
+    payload=json_values,
+    parent=st.none() | st.text(),
+    emitter=st.none() | st.text(),
+    timestamp=st.floats(min_value=0, max_value=4e9),
+)
+def test_an_event_survives_its_entry(
+    payload: Any, parent: str | None, emitter: str | None, timestamp: float
+) -> None:
+    event = Event("ab12-7", "order.paid", freeze_json(payload), parent, emitter, timestamp)
+    fields = event_fields(event, reply_to="keel:events:inbox:x")
+    assert all(isinstance(value, str) for value in fields.values())
+    received = read_event(fields)
+    assert received.event == event
+    assert received.reply_to == "keel:events:inbox:x"
+    assert received.process == process_label()
+
+
+def test_an_empty_parent_id_is_not_a_missing_one() -> None:
+    event = Event("ab12-8", "x", None, "", None, 1.0)
+    assert read_event(event_fields(event)).event.parent_id == ""
+    assert read_event(event_fields(event._replace(parent_id=None))).event.parent_id is None
+
+
+def test_an_entry_no_bus_wrote_is_refused() -> None:
+    with pytest.raises(ValueError, match="not an event entry"):
+        read_event({"name": "x", "payload": "{"})
+
+
+def test_keys_live_under_the_prefix_without_colliding_with_event_names() -> None:
+    keys = Keys("app:")
+    assert keys.stream("dead") == "app:stream:dead" != keys.dead == "app:dead"
+    assert keys.name_of(keys.stream("order.paid")) == "order.paid"
+    assert keys.inbox("host:1:ab") == "app:inbox:host:1:ab"
+
+
+def test_a_dead_letter_keeps_the_event_and_says_what_went_wrong() -> None:
+    event = Event("ab12-9", "order.paid", freeze_json({"order": 1}), "req-1", "shop.Orders.pay", 5.0)
+    letter = dead_letter_fields(
+        event_fields(event, reply_to="inbox"),
+        stream_id="1-0",
+        group="billing",
+        failures={"billing.Charge.on_paid": "RuntimeError: declined"},
+        attempts=3,
+        failed_at=6.0,
+        consumer="h:1:ab",
+    )
+    assert "reply_to" not in letter
+    view = dead_letter_view("2-0", letter)
+    assert view["payload"] == {"order": 1}
+    assert view["attempts"] == 3
+    assert view["error"] == "billing.Charge.on_paid: RuntimeError: declined"
+    assert view["failures"] == {"billing.Charge.on_paid": "RuntimeError: declined"}
+    assert (view["id"], view["parent"], view["stream_id"], view["dead_letter_id"]) == (
+        "ab12-9",
+        "req-1",
+        "1-0",
+        "2-0",
+    )
+    assert json.loads(letter["failures"]) == view["failures"]
+
+
+def test_retry_backoff_doubles_up_to_a_ceiling() -> None:
+    settings = RedisBusSettings(url="redis://x", retry_backoff_ms=200)
+    assert [settings.backoff_seconds(n) for n in (1, 2, 3)] == [0.2, 0.4, 0.8]
+    assert settings.backoff_seconds(30) == 10.0

@@ -1,0 +1,769 @@
+"""``EVENT_BUS_URL=redis://...``: the event bus across processes, over Redis Streams.
+
+**Groups.** Every subscription belongs to a subscriber group (by default its plugin's identity,
+``<domain>.<Class>``). Each event name is a stream, each group a consumer group on the streams of
+the names it subscribes to, and each process a consumer of its groups. So every group receives
+every event, and a group receives it once across all processes: whichever process reads it runs
+that group's handlers for the name (all of them, if a plugin subscribed several). A group is
+created at ``$`` the first time anyone subscribes it, so it receives the events published from
+then on — also while every one of its processes is down: they wait in the stream (up to
+``EVENT_BUS_STREAM_MAXLEN`` per name) and are delivered when a process comes back.
+
+**At least once.** An entry is acknowledged (``XACK``) only after the group's handlers succeeded.
+A handler that raises is run again after ``EVENT_BUS_RETRY_BACKOFF_MS`` (doubling each time; only
+the handlers that failed run again), up to ``EVENT_BUS_MAX_ATTEMPTS`` runs; then the entry goes to
+the dead-letter stream with the error, the attempts, the group and its original id, and is
+acknowledged (both in one ``MULTI``). A process that dies holding unacknowledged entries leaves
+them pending; every process looks for entries of its groups idle for ``EVENT_BUS_CLAIM_IDLE_MS``
+and claims them (``XAUTOCLAIM``). A process keeps the entries it is still working on fresh
+(``XCLAIM ... JUSTID`` every third of that time), so a slow handler is not mistaken for a dead
+one. An entry that has already been claimed more than ``EVENT_BUS_MAX_ATTEMPTS`` times (its
+handlers keep taking their processes down) is dead-lettered without running it again.
+
+**Causality and identity.** The entry carries the bus's own event id, parent id, emitter and
+timestamp, and the handler runs with ``current_event_id_var`` set to that id; so what a handler
+publishes in one process has the event that caused it, published in another, as its parent.
+
+**Request/reply.** ``request`` writes the event with ``reply_to`` naming this process's inbox
+stream, and counts the groups subscribed to the name in the same ``MULTI``. Each group that
+handles it replies to the inbox: its first non-``None`` return value, or that it had none. The
+first answer wins; when every counted group has replied without one, ``EventNoReplyError`` is
+raised at once; no group at all raises it before waiting. A group that exists in Redis but has
+no live process never replies, so that request ends in ``EventRequestTimeout`` instead.
+
+**Connections.** Each group this process reads holds one connection blocked in ``XREADGROUP``
+(woken with ``CLIENT UNBLOCK`` when subscriptions change or the bus stops); publishes,
+acknowledgements and replies share one more, pipelined (:mod:`tools.event_bus.redis_pipeline`).
+Redis unreachable: ``publish`` raises :class:`~tools.event_bus.errors.EventBusUnavailableError`,
+readers retry with backoff, and nothing acknowledged is lost.
+
+Not shared: the trace buffer (each process traces what it delivered) and the counters.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+from urllib.parse import urlsplit, urlunsplit
+
+import redis.asyncio as aioredis
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import RedisError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from .backend import DeliverToGroup, LocalGroups, Receive
+from .errors import (
+    EventBusError,
+    EventBusUnavailableError,
+    EventNoReplyError,
+    EventPayloadError,
+    EventRequestTimeout,
+)
+from .events import Event
+from .payload import freeze_json, to_json
+from .redis_pipeline import AutoPipeline
+from .redis_settings import RedisBusSettings
+from .redis_wire import (
+    Keys,
+    ReplyKind,
+    dead_letter_fields,
+    dead_letter_view,
+    event_fields,
+    process_label,
+    read_event,
+    reply_fields,
+)
+
+log = logging.getLogger("keel.event_bus")
+
+T = TypeVar("T")
+
+BLOCK_MS = 2000
+"""How long one ``XREADGROUP`` waits for entries before the reader looks at its subscriptions again."""
+READ_COUNT = 128
+CLAIM_COUNT = 100
+CLAIM_ROUNDS = 10
+"""``XAUTOCLAIM`` calls per stream and group per maintenance tick (``CLAIM_COUNT`` entries each)."""
+JOIN_WAIT_SECONDS = 1.0
+DRAIN_SECONDS = 5.0
+INBOX_MAXLEN = 10_000
+INBOX_TTL_MS = 600_000
+_UNREACHABLE = (RedisConnectionError, RedisTimeoutError, OSError)
+_NO_NAMES: frozenset[str] = frozenset()
+
+
+@dataclass(eq=False)
+class _Reader:
+    """One group's reading loop and the connection it blocks on."""
+
+    group: str
+    client: Any
+    names: frozenset[str] = _NO_NAMES
+    client_id: int | None = None
+    blocking: bool = False
+    wake: asyncio.Event = field(default_factory=asyncio.Event)
+    read_again: asyncio.Event = field(default_factory=asyncio.Event)
+    task: asyncio.Task[None] | None = None
+
+
+@dataclass(eq=False)
+class _Request:
+    """A request of this process waiting for its replies."""
+
+    name: str
+    future: asyncio.Future[Any]
+    expected: int | None = None
+    without_answer: int = 0
+
+    def settle_if_unanswered(self) -> None:
+        if self.expected is not None and self.without_answer >= self.expected and not self.future.done():
+            self.future.set_exception(
+                EventNoReplyError(f"no reply to {self.name!r}: every subscriber finished without a reply")
+            )
+
+
+class RedisStreamsBackend:
+    """Subscriber groups over Redis Streams; see the module docstring for the rules."""
+
+    def __init__(self, settings: RedisBusSettings) -> None:
+        self.settings = settings
+        self.keys = Keys(settings.prefix)
+        self.consumer = f"{process_label()}:{uuid.uuid4().hex[:6]}"
+        self.inbox = self.keys.inbox(self.consumer)
+        self._client = self._new_client(settings.connect_timeout)
+        self._pipeline = AutoPipeline(self._client)
+        self._deliver: DeliverToGroup | None = None
+        self._groups: LocalGroups = dict
+        self._readers: dict[str, _Reader] = {}
+        self._joined: set[tuple[str, str]] = set()  # (stream, group) pairs known to exist
+        self._held: dict[tuple[str, str], dict[str, float]] = {}  # entries being handled here
+        self._handlers: set[asyncio.Task[None]] = set()
+        self._chores: set[asyncio.Task[Any]] = set()
+        self._slots = asyncio.Semaphore(settings.concurrency)
+        self._requests: dict[str, _Request] = {}
+        self._inbox_reader: _Reader | None = None
+        self._maintenance: asyncio.Task[None] | None = None
+        self._stop = asyncio.Event()
+        self._closed = False
+        self._unreachable_since: float | None = None
+        self.counters = {"delivered": 0, "retried": 0, "dead_lettered": 0, "claimed": 0, "replied": 0}
+
+    def _new_client(self, socket_timeout: float) -> Any:
+        return aioredis.Redis.from_url(
+            self.settings.url,
+            decode_responses=True,
+            socket_connect_timeout=self.settings.connect_timeout,
+            socket_timeout=socket_timeout,
+            retry=Retry(NoBackoff(), 1),
+        )
+
+    def _blocking_client(self) -> Any:
+        return aioredis.Redis.from_url(
+            self.settings.url,
+            decode_responses=True,
+            socket_connect_timeout=self.settings.connect_timeout,
+            socket_timeout=BLOCK_MS / 1000 + self.settings.connect_timeout,
+            single_connection_client=True,
+            retry=Retry(NoBackoff(), 1),
+        )
+
+    # -- the backend seam ------------------------------------------------------------------------
+
+    def bind(self, receive: Receive) -> None:
+        """Unused: events reach this process's subscribers through their groups (:meth:`attach`)."""
+
+    def attach(self, deliver: DeliverToGroup, groups: LocalGroups) -> None:
+        """``deliver(event, group, only)`` runs a group's handlers; ``groups()`` says who subscribes here."""
+        self._deliver = deliver
+        self._groups = groups
+
+    async def start(self) -> None:
+        """Start claiming stale entries; fail (the tool starts DEAD, and keeps trying) if Redis is down."""
+        self._maintenance = asyncio.get_running_loop().create_task(
+            self._maintain(), name="keel-bus-maintenance"
+        )
+        await self._call(self._client.ping)
+
+    def send(self, event: Event) -> Awaitable[None]:
+        return self._publish(event)
+
+    async def _publish(self, event: Event) -> None:
+        if self._closed:
+            raise EventBusUnavailableError("the event bus has been shut down")
+        fields = event_fields(event)
+        stream = self.keys.stream(event.name)
+        maxlen = self.settings.stream_maxlen or None
+        await self._call(self._pipeline.submit, lambda pipe: pipe.xadd(stream, fields, maxlen=maxlen))
+
+    def describe(self) -> str:
+        return f"redis streams at {_redacted(self.settings.url)} (prefix {self.settings.prefix!r})"
+
+    def capability(self) -> dict[str, Any]:
+        return {
+            "backend": "redis-streams",
+            "shared": True,
+            "url": _redacted(self.settings.url),
+            "prefix": self.settings.prefix,
+            "consumer": self.consumer,
+            "dead_letter_stream": self.keys.dead,
+            "claim_idle_ms": self.settings.claim_idle_ms,
+            "max_attempts": self.settings.max_attempts,
+        }
+
+    # -- subscriptions -----------------------------------------------------------------------------
+
+    async def join(self, name: str, group: str) -> None:
+        """Make sure ``group`` exists on ``name``'s stream and, if it subscribes here, is read here."""
+        if self._stop.is_set():
+            return
+        try:
+            await self._ensure_groups(group, (name,), start="$")
+        except EventBusError as exc:
+            log.warning(
+                "event bus: cannot create group %s for %r yet (%s); retrying in the background",
+                group,
+                name,
+                exc,
+            )
+        reader = self._readers.get(group) or self._start_reader(group)
+        if name in self._groups().get(group, _NO_NAMES):
+            await self._until_reading(reader, name)
+
+    def changed(self) -> None:
+        """Subscriptions changed: wake the readers whose streams are no longer the right ones."""
+        if self._stop.is_set() or not self._readers:
+            return
+        current = self._groups()
+        for group, reader in self._readers.items():
+            if current.get(group, _NO_NAMES) != reader.names:
+                reader.wake.set()
+                if reader.blocking:
+                    self._chore(self._unblock(reader))
+
+    async def _ensure_groups(self, group: str, names: Iterable[str], *, start: str) -> None:
+        for name in names:
+            stream = self.keys.stream(name)
+            if (stream, group) in self._joined:
+                continue
+            try:
+                await self._call(self._client.xgroup_create, stream, group, id=start, mkstream=True)
+            except EventBusError as exc:
+                if "BUSYGROUP" not in str(exc):
+                    raise
+            self._joined.add((stream, group))
+
+    def _start_reader(self, group: str) -> _Reader:
+        reader = _Reader(group, self._blocking_client())
+        self._readers[group] = reader
+        reader.task = asyncio.get_running_loop().create_task(self._read(reader), name=f"keel-bus-{group}")
+        return reader
+
+    async def _until_reading(self, reader: _Reader, name: str) -> None:
+        """Wait (bounded) until the group's reader reads ``name``'s stream, so what is published
+        after ``subscribe`` returns is read at once rather than when the reader next looks."""
+        try:
+            async with asyncio.timeout(JOIN_WAIT_SECONDS):
+                while True:
+                    reader.read_again.clear()
+                    if name in reader.names or reader.task is None or reader.task.done():
+                        return
+                    reader.wake.set()
+                    woken = await self._unblock(reader) if reader.blocking else True
+                    try:
+                        async with asyncio.timeout(0.1 if woken else 0.01):
+                            await reader.read_again.wait()
+                    except TimeoutError:
+                        pass
+        except TimeoutError:
+            log.debug("event bus: group %s does not read %r yet; it will next time", reader.group, name)
+
+    async def _unblock(self, reader: _Reader) -> bool:
+        if reader.client_id is None:
+            return False
+        try:
+            return bool(await self._client.client_unblock(reader.client_id))
+        except (RedisError, OSError):
+            return False
+
+    # -- reading -----------------------------------------------------------------------------------
+
+    async def _read(self, reader: _Reader) -> None:
+        group, failures, start = reader.group, 0, "$"
+        while not self._stop.is_set():
+            reader.wake.clear()  # before looking, so a change made while we look still wakes us
+            names = self._groups().get(group, _NO_NAMES)
+            reader.names = names
+            reader.read_again.set()
+            if not names:
+                await self._first(reader.wake.wait())
+                continue
+            streams = {self.keys.stream(name): ">" for name in sorted(names)}
+            try:
+                await self._ensure_groups(group, names, start=start)
+                if reader.client_id is None:
+                    reader.client_id = int(await reader.client.client_id())
+                reader.blocking = True
+                try:
+                    response = await reader.client.xreadgroup(
+                        group, self.consumer, streams, count=READ_COUNT, block=BLOCK_MS
+                    )
+                finally:
+                    reader.blocking = False
+            except asyncio.CancelledError:
+                raise
+            except (EventBusUnavailableError, *_UNREACHABLE) as exc:
+                reader.client_id = None
+                failures += 1
+                self._unreachable(exc)
+                await self._first(self._stop.wait(), within=_retry_delay(failures))
+                continue
+            except (RedisError, EventBusError) as exc:
+                if "NOGROUP" in str(exc):
+                    # A stream (with its groups) was deleted: recreate them, from its first entry.
+                    self._joined.difference_update((stream, group) for stream in streams)
+                    start = "0"
+                    continue
+                failures += 1
+                if failures == 1 or failures % 30 == 0:
+                    log.error("event bus: group %s cannot read (%d tries so far): %s", group, failures, exc)
+                await self._first(self._stop.wait(), within=_retry_delay(failures))
+                continue
+            failures, start = 0, "$"
+            self._reachable()
+            for stream, entries in response or ():
+                for entry_id, fields in entries:
+                    await self._dispatch(group, stream, entry_id, fields, deliveries=1)
+
+    async def _dispatch(
+        self, group: str, stream: str, entry_id: str, fields: Mapping[str, str] | None, deliveries: int
+    ) -> None:
+        """Start handling one entry (unless this process already is), within the concurrency bound."""
+        held = self._held.setdefault((stream, group), {})
+        if entry_id in held or fields is None or self._stop.is_set():
+            return
+        held[entry_id] = time.monotonic()
+        await self._slots.acquire()
+        if self._stop.is_set():  # stopped while waiting for a slot: leave the entry pending
+            held.pop(entry_id, None)
+            self._slots.release()
+            return
+        task = asyncio.get_running_loop().create_task(
+            self._handle(group, stream, entry_id, fields, deliveries)
+        )
+        self._handlers.add(task)
+        task.add_done_callback(self._handlers.discard)
+
+    # -- handling one entry ------------------------------------------------------------------------
+
+    async def _handle(
+        self, group: str, stream: str, entry_id: str, fields: Mapping[str, str], deliveries: int
+    ) -> None:
+        try:
+            try:
+                received = read_event(fields)
+            except ValueError as exc:
+                await self._dead_letter(stream, group, entry_id, fields, {"event_bus": str(exc)}, 0)
+                return
+            event, reply_to = received.event, received.reply_to
+            if deliveries > self.settings.max_attempts:
+                reason = (
+                    f"delivered {deliveries} times without being acknowledged "
+                    "(the processes handling it stopped)"
+                )
+                await self._dead_letter(stream, group, entry_id, fields, {"event_bus": reason}, 0)
+                await self._reply(reply_to, event.id, group, ReplyKind.NONE, reason)
+                return
+            await self._run(group, stream, entry_id, fields, event, reply_to)
+        except asyncio.CancelledError:
+            raise  # the bus is stopping: the entry stays pending and another process claims it
+        except (RedisError, EventBusError, *_UNREACHABLE) as exc:
+            log.warning(
+                "event bus: could not settle entry %s of %s for group %s (%s); it will be delivered again",
+                entry_id,
+                stream,
+                group,
+                exc,
+            )
+        finally:
+            self._held.get((stream, group), {}).pop(entry_id, None)
+            self._slots.release()
+
+    async def _run(
+        self,
+        group: str,
+        stream: str,
+        entry_id: str,
+        fields: Mapping[str, str],
+        event: Event,
+        reply_to: str | None,
+    ) -> None:
+        deliver = self._deliver
+        if deliver is None:
+            return
+        only: frozenset[str] | None = None
+        answer: Any = None
+        attempts = 0
+        failures: dict[str, str] = {}
+        while True:
+            attempts += 1
+            outcome = await deliver(event, group, only)
+            if outcome is None:  # nobody here subscribes any more: leave it to a process that does
+                return
+            if answer is None:
+                answer = outcome.answer
+            if not outcome.failures:
+                self.counters["delivered"] += 1
+                if reply_to is not None:
+                    await self._answer(reply_to, event.id, group, answer)
+                await self._call(self._pipeline.submit, lambda pipe: pipe.xack(stream, group, entry_id))
+                return
+            failures = outcome.failures
+            only = frozenset(failures)
+            if attempts >= self.settings.max_attempts:
+                break
+            self.counters["retried"] += 1
+            await asyncio.sleep(self.settings.backoff_seconds(attempts))
+        await self._dead_letter(stream, group, entry_id, fields, failures, attempts)
+        await self._reply(reply_to, event.id, group, ReplyKind.NONE, "its subscribers failed")
+
+    async def _dead_letter(
+        self,
+        stream: str,
+        group: str,
+        entry_id: str,
+        fields: Mapping[str, str],
+        failures: Mapping[str, str],
+        attempts: int,
+    ) -> None:
+        letter = dead_letter_fields(
+            fields,
+            stream_id=entry_id,
+            group=group,
+            failures=failures,
+            attempts=attempts,
+            failed_at=time.time(),
+            consumer=self.consumer,
+        )
+        pipe = self._client.pipeline(transaction=True)
+        pipe.xadd(self.keys.dead, letter, maxlen=self.settings.stream_maxlen or None)
+        pipe.xack(stream, group, entry_id)
+        await self._call(pipe.execute)
+        self.counters["dead_lettered"] += 1
+        log.error(
+            "event bus: group %s gave up on %s (entry %s of %s) after %d attempt(s): %s",
+            group,
+            fields.get("name"),
+            entry_id,
+            stream,
+            attempts,
+            letter["error"],
+        )
+
+    # -- request/reply -----------------------------------------------------------------------------
+
+    async def request(self, event: Event, timeout: float) -> Any:  # noqa: ASYNC109
+        """Publish ``event`` asking for replies in this process's inbox; the first answer."""
+        if self._stop.is_set():
+            raise EventBusUnavailableError("the event bus has been shut down")
+        self._open_inbox()
+        waiting = _Request(event.name, asyncio.get_running_loop().create_future())
+        self._requests[event.id] = waiting
+        stream = self.keys.stream(event.name)
+        fields = event_fields(event, reply_to=self.inbox)
+        maxlen = self.settings.stream_maxlen or None
+        try:
+            async with asyncio.timeout(timeout):
+                pipe = self._client.pipeline(transaction=True)
+                pipe.xadd(stream, fields, maxlen=maxlen)
+                pipe.xinfo_groups(stream)
+                _, groups = await self._call(pipe.execute)
+                if not groups:
+                    raise EventNoReplyError(f"no reply to {event.name!r}: nobody subscribes to it")
+                waiting.expected = len(groups)
+                waiting.settle_if_unanswered()
+                return await waiting.future
+        except TimeoutError:
+            raise EventRequestTimeout(f"no reply to {event.name!r} within {timeout:g}s") from None
+        finally:
+            self._requests.pop(event.id, None)
+
+    async def _answer(self, reply_to: str, request_id: str, group: str, answer: Any) -> None:
+        if answer is None:
+            await self._reply(reply_to, request_id, group, ReplyKind.NONE, "finished without a reply")
+            return
+        try:
+            text, kind = to_json(freeze_json(answer, what="reply")), ReplyKind.ANSWER
+        except EventPayloadError as exc:
+            text, kind = str(exc), ReplyKind.ERROR
+        await self._reply(reply_to, request_id, group, kind, text)
+
+    async def _reply(
+        self, reply_to: str | None, request_id: str, group: str, kind: ReplyKind, value: str
+    ) -> None:
+        if reply_to is None:
+            return
+        fields = reply_fields(request_id, group, kind, value)
+        submit = self._pipeline.submit
+        await asyncio.gather(
+            self._call(submit, lambda pipe: pipe.xadd(reply_to, fields, maxlen=INBOX_MAXLEN)),
+            self._call(submit, lambda pipe: pipe.pexpire(reply_to, INBOX_TTL_MS)),
+        )
+        self.counters["replied"] += 1
+
+    def _open_inbox(self) -> None:
+        if self._inbox_reader is None and not self._stop.is_set():
+            reader = _Reader("inbox", self._blocking_client())
+            loop = asyncio.get_running_loop()
+            reader.task = loop.create_task(self._read_inbox(reader), name="keel-bus-inbox")
+            self._inbox_reader = reader
+
+    async def _read_inbox(self, reader: _Reader) -> None:
+        last, failures = "0-0", 0
+        while not self._stop.is_set():
+            try:
+                if reader.client_id is None:
+                    reader.client_id = int(await reader.client.client_id())
+                reader.blocking = True
+                try:
+                    response = await reader.client.xread({self.inbox: last}, count=READ_COUNT, block=BLOCK_MS)
+                finally:
+                    reader.blocking = False
+            except asyncio.CancelledError:
+                raise
+            except (RedisError, *_UNREACHABLE) as exc:
+                reader.client_id = None
+                failures += 1
+                self._unreachable(exc)
+                await self._first(self._stop.wait(), within=_retry_delay(failures))
+                continue
+            failures = 0
+            for _, entries in response or ():
+                for entry_id, fields in entries:
+                    last = entry_id
+                    self._on_reply(fields)
+
+    def _on_reply(self, fields: Mapping[str, str]) -> None:
+        waiting = self._requests.get(fields.get("request", ""))
+        if waiting is None or waiting.future.done():
+            return  # the request timed out, or another group answered first
+        if ReplyKind.ANSWER in fields:
+            try:
+                waiting.future.set_result(freeze_json(json.loads(fields[ReplyKind.ANSWER]), what="reply"))
+            except (ValueError, EventPayloadError) as exc:
+                waiting.future.set_exception(EventPayloadError(f"the reply is not JSON: {exc}"))
+        elif ReplyKind.ERROR in fields:
+            waiting.future.set_exception(EventPayloadError(fields[ReplyKind.ERROR]))
+        else:
+            waiting.without_answer += 1
+            waiting.settle_if_unanswered()
+
+    # -- claiming what stopped processes left, keeping our own entries fresh ---------------------
+
+    async def _maintain(self) -> None:
+        tick = max(0.01, self.settings.claim_idle_ms / 3000)
+        while not self._stop.is_set():
+            await self._first(self._stop.wait(), within=tick)
+            if self._stop.is_set():
+                return
+            try:
+                await self._keep_fresh()
+                await self._claim_stale()
+            except asyncio.CancelledError:
+                raise
+            except (RedisError, EventBusError, *_UNREACHABLE) as exc:
+                self._unreachable(exc)
+
+    async def _keep_fresh(self) -> None:
+        """Reset the idle time of entries this process has been handling for a while."""
+        now = time.monotonic()
+        due = self.settings.claim_idle_ms / 3000
+        pipe = None
+        for (stream, group), held in self._held.items():
+            stale = [entry_id for entry_id, since in held.items() if now - since >= due]
+            if not stale:
+                continue
+            if pipe is None:
+                pipe = self._client.pipeline(transaction=False)
+            pipe.xclaim(stream, group, self.consumer, 0, stale, justid=True)
+            for entry_id in stale:
+                held[entry_id] = now
+        if pipe is not None:
+            await self._call(pipe.execute, raise_on_error=False)
+
+    async def _claim_stale(self) -> None:
+        """Take over entries of this process's groups that another consumer left idle too long."""
+        for group, names in self._groups().items():
+            for name in sorted(names):
+                stream = self.keys.stream(name)
+                if (stream, group) not in self._joined:
+                    continue
+                cursor = "0-0"
+                for _ in range(CLAIM_ROUNDS):
+                    reply = await self._call(
+                        self._client.xautoclaim,
+                        stream,
+                        group,
+                        self.consumer,
+                        self.settings.claim_idle_ms,
+                        cursor,
+                        count=CLAIM_COUNT,
+                    )
+                    cursor, claimed = reply[0], [(i, f) for i, f in reply[1] if f is not None]
+                    if claimed:
+                        await self._take_over(group, stream, claimed)
+                    if cursor == "0-0":
+                        break
+
+    async def _take_over(self, group: str, stream: str, claimed: list[tuple[str, dict[str, str]]]) -> None:
+        fresh = [(i, f) for i, f in claimed if i not in self._held.get((stream, group), {})]
+        if not fresh:
+            return
+        pipe = self._client.pipeline(transaction=False)
+        for entry_id, _ in fresh:
+            pipe.xpending_range(stream, group, min=entry_id, max=entry_id, count=1)
+        pending = await self._call(pipe.execute)
+        for (entry_id, fields), rows in zip(fresh, pending, strict=True):
+            deliveries = int(rows[0]["times_delivered"]) if rows else 2
+            self.counters["claimed"] += 1
+            log.warning(
+                "event bus: group %s claimed %s (entry %s of %s, delivery %d) left idle by its consumer",
+                group,
+                fields.get("name"),
+                entry_id,
+                stream,
+                deliveries,
+            )
+            await self._dispatch(group, stream, entry_id, fields, deliveries)
+
+    # -- reading the dead letters ------------------------------------------------------------------
+
+    async def dead_letters(self, limit: int) -> list[dict[str, Any]]:
+        """The newest ``limit`` dead letters, newest first."""
+        entries = await self._call(self._client.xrevrange, self.keys.dead, count=limit)
+        return [dead_letter_view(entry_id, fields) for entry_id, fields in entries or ()]
+
+    # -- stopping ----------------------------------------------------------------------------------
+
+    async def stop_receiving(self) -> None:
+        """Read nothing more; let the handlers running finish (bounded). What they do not finish
+        stays pending in Redis, for another process to claim."""
+        if self._stop.is_set():
+            return
+        self._stop.set()
+        await self._wake_and_settle(list(self._readers.values()))
+        await _settle(list(self._handlers), DRAIN_SECONDS)
+
+    async def _wake_and_settle(self, readers: list[_Reader]) -> None:
+        """Unblock the readers until they have all returned (a reader whose read had not yet reached
+        Redis misses the first ``CLIENT UNBLOCK``); cancel any still reading after a second."""
+        tasks = [r.task for r in readers if r.task is not None and not r.task.done()]
+        try:
+            async with asyncio.timeout(1.0):
+                while tasks:
+                    await asyncio.gather(*(self._unblock(r) for r in readers if r.blocking))
+                    done, _ = await asyncio.wait(tasks, timeout=0.02)
+                    tasks = [t for t in tasks if t not in done]
+        except TimeoutError:
+            pass
+        await _settle(tasks, 0)
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        await self.stop_receiving()
+        inbox = self._inbox_reader
+        if inbox is not None:
+            await self._wake_and_settle([inbox])
+        await _settle([t for t in (self._maintenance,) if t is not None], 0)
+        await _settle(list(self._chores), 0)
+        await self._pipeline.drain()
+        if inbox is not None:
+            try:
+                await self._client.delete(self.inbox)
+            except (RedisError, OSError):
+                pass
+        for reader in [*self._readers.values(), *([inbox] if inbox is not None else [])]:
+            await _close_client(reader.client)
+        await _close_client(self._client)
+
+    # -- helpers -----------------------------------------------------------------------------------
+
+    async def _call(self, command: Callable[..., Awaitable[T]], *args: Any, **kwargs: Any) -> T:
+        """Run one Redis command, turning the client's errors into the bus's own."""
+        try:
+            return await command(*args, **kwargs)
+        except _UNREACHABLE as exc:
+            raise EventBusUnavailableError(f"the event bus's Redis is unreachable: {exc}") from exc
+        except RedisError as exc:
+            raise EventBusError(f"the event bus's Redis refused the operation: {exc}") from exc
+
+    def _chore(self, work: Awaitable[Any]) -> None:
+        task = asyncio.ensure_future(work)
+        self._chores.add(task)
+        task.add_done_callback(self._chores.discard)
+
+    async def _first(self, waiting: Awaitable[Any], *, within: float | None = None) -> None:
+        """Wait for ``waiting`` or for the bus to stop, whichever comes first (at most ``within`` s)."""
+        waits = {asyncio.ensure_future(waiting), asyncio.ensure_future(self._stop.wait())}
+        try:
+            await asyncio.wait(waits, timeout=within, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in waits:
+                task.cancel()
+
+    def _unreachable(self, exc: BaseException) -> None:
+        if self._unreachable_since is None:
+            self._unreachable_since = time.monotonic()
+            log.warning("event bus: Redis is unreachable (%s); retrying", exc)
+
+    def _reachable(self) -> None:
+        if self._unreachable_since is not None:
+            log.info(
+                "event bus: Redis is reachable again after %.1fs", time.monotonic() - self._unreachable_since
+            )
+            self._unreachable_since = None
+
+
+def _retry_delay(failures: int) -> float:
+    return min(0.05 * 2.0 ** (failures - 1), 2.0)
+
+
+async def _settle(tasks: list[asyncio.Task[Any]], within: float) -> None:
+    """Let ``tasks`` finish within ``within`` seconds, then cancel and await what is left."""
+    tasks = [t for t in tasks if not t.done()]
+    if not tasks:
+        return
+    if within > 0:
+        _, pending = await asyncio.wait(tasks, timeout=within)
+    else:
+        pending = set(tasks)
+    for task in pending:
+        task.cancel()
+    await asyncio.gather(*pending, return_exceptions=True)
+
+
+async def _close_client(client: Any) -> None:
+    try:
+        await client.aclose()
+    except (RedisError, OSError):
+        pass
+
+
+def _redacted(url: str) -> str:
+    """``url`` without its password, fit for the dump and the logs."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    user = parts.username or ""
+    host = parts.hostname or ""
+    port = f":{parts.port}" if parts.port else ""
+    return urlunsplit((parts.scheme, f"{user}:***@{host}{port}", parts.path, parts.query, parts.fragment))

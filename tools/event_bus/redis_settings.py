@@ -1,0 +1,70 @@
+"""The settings of the Redis Streams backend, read from the environment once, at ``setup()``.
+
+==================================  ============  ===============================================
+``EVENT_BUS_URL``                   (empty)       ``redis://host:6379/0`` (or ``rediss://``) turns
+                                                  the backend on
+``EVENT_BUS_PREFIX``                ``keel:events:``  every key the bus writes starts with it
+``EVENT_BUS_CLAIM_IDLE_MS``         30000         an entry a consumer has held this long without
+                                                  acknowledging it is claimed by another process
+``EVENT_BUS_MAX_ATTEMPTS``          5             handler runs per entry before it is dead-lettered
+``EVENT_BUS_RETRY_BACKOFF_MS``      200           the wait before the first retry; doubled each
+                                                  time, at most ``MAX_BACKOFF_MS``
+``EVENT_BUS_STREAM_MAXLEN``         100000        entries kept per event name (approximately);
+                                                  ``0`` keeps every entry
+``EVENT_BUS_CONCURRENCY``           256           deliveries running at once in this process
+``EVENT_BUS_CONNECT_TIMEOUT``       5             seconds to reach Redis
+==================================  ============  ===============================================
+
+A malformed value is a ``ValueError`` naming the variable: the tool's setup fails with it (DEAD,
+saying why) instead of running with a setting nobody asked for.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from core.settings import env_float
+
+MAX_BACKOFF_MS = 10_000
+
+
+@dataclass(frozen=True)
+class RedisBusSettings:
+    url: str
+    prefix: str = "keel:events:"
+    claim_idle_ms: int = 30_000
+    max_attempts: int = 5
+    retry_backoff_ms: int = 200
+    stream_maxlen: int = 100_000
+    concurrency: int = 256
+    connect_timeout: float = 5.0
+
+    @classmethod
+    def from_env(cls, url: str) -> RedisBusSettings:
+        prefix = os.environ.get("EVENT_BUS_PREFIX", "").strip() or cls.prefix
+        return cls(
+            url=url,
+            prefix=prefix,
+            claim_idle_ms=_whole("EVENT_BUS_CLAIM_IDLE_MS", cls.claim_idle_ms, minimum=10),
+            max_attempts=_whole("EVENT_BUS_MAX_ATTEMPTS", cls.max_attempts, minimum=1),
+            retry_backoff_ms=_whole("EVENT_BUS_RETRY_BACKOFF_MS", cls.retry_backoff_ms, minimum=0),
+            stream_maxlen=_whole("EVENT_BUS_STREAM_MAXLEN", cls.stream_maxlen, minimum=0),
+            concurrency=_whole("EVENT_BUS_CONCURRENCY", cls.concurrency, minimum=1),
+            connect_timeout=env_float("EVENT_BUS_CONNECT_TIMEOUT", cls.connect_timeout)
+            or cls.connect_timeout,
+        )
+
+    def backoff_seconds(self, failed_attempts: int) -> float:
+        """How long to wait after the ``failed_attempts``-th failure before running the handler again."""
+        delay_ms = self.retry_backoff_ms * 2.0 ** (failed_attempts - 1)
+        return min(delay_ms, MAX_BACKOFF_MS) / 1000
+
+
+def _whole(name: str, default: int, *, minimum: int) -> int:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    if not raw.isdigit() or int(raw) < minimum:
+        raise ValueError(f"{name} must be a whole number of at least {minimum}, got {raw!r}")
+    return int(raw)

@@ -1,0 +1,161 @@
+"""How events, replies and dead letters are laid out in Redis: key names and stream entry fields.
+
+Keys, all under the prefix ``P`` (``EVENT_BUS_PREFIX``):
+
+- ``P stream:<event name>`` — one stream per event name; each subscriber group is a consumer group
+  on the streams of the names it subscribes to;
+- ``P dead`` — the dead-letter stream, one entry per event a group gave up on;
+- ``P inbox:<consumer>`` — the replies to the requests one process made.
+
+An event entry carries everything a subscriber in another process needs to see the same
+:class:`~tools.event_bus.events.Event` a local one would: ``id`` (the bus's own event id, so causal
+``parent_id`` links hold across processes), ``name``, ``payload`` (compact JSON), ``ts`` (publish
+time), and, when set, ``parent`` and ``emitter``; ``process`` (``host:pid`` of the publisher) and
+``reply_to`` (the requester's inbox, for a request) travel alongside. Stream entry values are
+strings; a field that is ``None`` is left out rather than written as an empty string, so an empty
+parent id and no parent id cannot be confused.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from collections.abc import Mapping
+from enum import StrEnum
+from typing import Any, NamedTuple
+
+from .events import Event
+from .payload import freeze_json, to_json
+
+_HOST = socket.gethostname()
+
+
+def process_label() -> str:
+    """``host:pid`` of this process, as entries and dead letters name it."""
+    return f"{_HOST}:{os.getpid()}"
+
+
+class Keys:
+    """The key names under one prefix."""
+
+    __slots__ = ("dead", "prefix", "stream_prefix")
+
+    def __init__(self, prefix: str) -> None:
+        self.prefix = prefix
+        self.stream_prefix = f"{prefix}stream:"
+        self.dead = f"{prefix}dead"
+
+    def stream(self, name: str) -> str:
+        return self.stream_prefix + name
+
+    def name_of(self, stream: str) -> str:
+        return stream[len(self.stream_prefix) :]
+
+    def inbox(self, consumer: str) -> str:
+        return f"{self.prefix}inbox:{consumer}"
+
+
+def event_fields(event: Event, *, reply_to: str | None = None) -> dict[str, str]:
+    """The stream entry of ``event`` (its payload already checked and frozen by the bus)."""
+    fields = {
+        "id": event.id,
+        "name": event.name,
+        "payload": to_json(event.payload),
+        "ts": repr(event.timestamp),
+        "process": process_label(),
+    }
+    if event.parent_id is not None:
+        fields["parent"] = event.parent_id
+    if event.emitter is not None:
+        fields["emitter"] = event.emitter
+    if reply_to is not None:
+        fields["reply_to"] = reply_to
+    return fields
+
+
+class Received(NamedTuple):
+    event: Event
+    reply_to: str | None
+    process: str | None
+
+
+def read_event(fields: Mapping[str, str]) -> Received:
+    """The event an entry carries; ``ValueError`` for an entry no Keel bus wrote."""
+    try:
+        payload = freeze_json(json.loads(fields["payload"]))
+        event = Event(
+            fields["id"],
+            fields["name"],
+            payload,
+            fields.get("parent"),
+            fields.get("emitter"),
+            float(fields["ts"]),
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ValueError(f"not an event entry ({type(exc).__name__}: {exc})") from None
+    return Received(event, fields.get("reply_to"), fields.get("process"))
+
+
+# -- replies -----------------------------------------------------------------------------------
+
+
+class ReplyKind(StrEnum):
+    """What a group's reply to a request says; the member's value is the entry's field name."""
+
+    ANSWER = "answer"  # the JSON text of the first value a subscriber returned
+    NONE = "none"  # the group finished (or gave up) without an answer; the value says why
+    ERROR = "error"  # the answer was not a JSON value
+
+
+def reply_fields(request_id: str, group: str, kind: ReplyKind, value: str) -> dict[str, str]:
+    return {"request": request_id, "group": group, str(kind): value}
+
+
+# -- dead letters ------------------------------------------------------------------------------
+
+
+def dead_letter_fields(
+    fields: Mapping[str, str],
+    *,
+    stream_id: str,
+    group: str,
+    failures: Mapping[str, str],
+    attempts: int,
+    failed_at: float,
+    consumer: str,
+) -> dict[str, str]:
+    """The original entry plus what went wrong: error, failures per subscriber, attempts, group."""
+    error = "; ".join(f"{who}: {what}" for who, what in failures.items())
+    letter = {key: value for key, value in fields.items() if key != "reply_to"}
+    letter.update(
+        {
+            "stream_id": stream_id,
+            "group": group,
+            "error": error,
+            "failures": json.dumps(dict(failures), separators=(",", ":")),
+            "attempts": str(attempts),
+            "failed_at": repr(failed_at),
+            "consumer": consumer,
+        }
+    )
+    return letter
+
+
+def dead_letter_view(entry_id: str, fields: Mapping[str, str]) -> dict[str, Any]:
+    """A dead letter as ``dead_letters()`` returns it: typed values, the payload decoded."""
+    view: dict[str, Any] = dict(fields)
+    view["dead_letter_id"] = entry_id
+    for key, convert in (("attempts", int), ("failed_at", float), ("ts", float)):
+        if key in view:
+            try:
+                view[key] = convert(view[key])
+            except ValueError:
+                pass
+    for key in ("payload", "failures"):
+        if key in view:
+            try:
+                view[key] = json.loads(view[key])
+            except ValueError:
+                pass
+    return view
