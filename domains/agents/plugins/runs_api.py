@@ -12,7 +12,8 @@
                                             the run has already ended
 ==========================================  =========================================================
 
-Agents are declared by other plugins of this domain (``domains.agents.runs.catalog``). Runs are
+A database or checkpoint store that cannot be reached answers 503. Agents are declared by other
+plugins of this domain (``domains.agents.runs.catalog``). Runs are
 executed, checkpointed and resumed by :mod:`domains.agents.runs.manager`; a process that boots
 continues the runs the previous one left in flight. ``cost_usd`` is a decimal string (the budget's
 exact ledger); ``usage.cost_usd`` is the float sum of the model's reported costs.
@@ -27,10 +28,11 @@ model call that fails transiently before its first token), ``AGENTS_TOOL_RECORD_
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
 from typing import Any
 
-from core import BasePlugin, InvalidInputError
+from core import BasePlugin, InvalidInputError, ServiceUnavailableError, ToolUnavailableError
 from core.settings import env_float
 from domains.agents.models.runs import StartRunRequest
 from domains.agents.runs.catalog import catalog_for
@@ -94,12 +96,13 @@ class AgentRunsPlugin(BasePlugin):
         """Start a run of agent ``name``; answers once its first checkpoint is saved."""
         request: StartRunRequest = context["model"]
         budget = request.budget
-        record = await self.manager.start(
-            data["name"],
-            request.input,
-            max_cost_usd=str(budget.max_cost_usd) if budget and budget.max_cost_usd is not None else None,
-            max_calls=budget.max_calls if budget else None,
-        )
+        with _answerable():
+            record = await self.manager.start(
+                data["name"],
+                request.input,
+                max_cost_usd=str(budget.max_cost_usd) if budget and budget.max_cost_usd is not None else None,
+                max_calls=budget.max_calls if budget else None,
+            )
         base = f"/agents/runs/{record.run_id}"
         return {
             "id": record.run_id,
@@ -116,16 +119,29 @@ class AgentRunsPlugin(BasePlugin):
         agent = data.get("agent")
         if agent is not None and not isinstance(agent, str):
             raise InvalidInputError("agent must be given once")
-        return {"runs": await self.manager.index.recent(int(raw), agent)}
+        with _answerable():
+            return {"runs": await self.manager.index.recent(int(raw), agent)}
 
     async def run(self, data: dict[str, Any], context: dict[str, Any]) -> dict[str, Any]:
         """A run: status, output, usage, cost and its checkpoint versions."""
-        return await self.manager.view(data["run_id"])
+        with _answerable():
+            return await self.manager.view(data["run_id"])
 
     async def events(self, data: dict[str, Any], context: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
         """The run's events as server-sent events, from ``Last-Event-ID`` on, until its final one."""
-        return await self.manager.follow(data["run_id"], context.get("last_event_id"))
+        with _answerable():
+            return await self.manager.follow(data["run_id"], context.get("last_event_id"))
 
     async def cancel(self, data: dict[str, Any], context: dict[str, Any]) -> dict[str, Any]:
         """Ask the run to stop; 409 if it has already ended."""
-        return await self.manager.cancel(data["run_id"])
+        with _answerable():
+            return await self.manager.cancel(data["run_id"])
+
+
+@contextmanager
+def _answerable() -> Iterator[None]:
+    """A database or checkpoint store that is down is a 503 saying so, not a 500."""
+    try:
+        yield
+    except ToolUnavailableError as exc:
+        raise ServiceUnavailableError(f"agent runs are unavailable right now: {exc}") from exc

@@ -66,6 +66,9 @@ async def test_a_react_run_reads_the_database_streams_its_steps_and_completes(
         # started, before the tool, after the tool, final: every step is a checkpoint
         assert body["versions"] == [1, 2, 3, 4] and body["version"] == 4
 
+        record = await kernel.container.get("store").get(f"agents:tool:{run_id}:2:c1")
+        assert record["result"] == result["result"]  # the tool result, recorded as soon as it returned
+
         calls = [(r["tool"], r["method"]) for r in kernel.registry.get_metrics()]
         assert calls.count(("llm", "stream")) == 2
         assert ("db", "query") in calls
@@ -137,3 +140,16 @@ async def test_a_model_that_fails_fails_the_run_with_the_reason(
         assert body["error"].startswith("RuntimeError: FakeLLM script exhausted")
         events = await collect_events(client, run_id)
         assert events[-1]["data"]["status"] == "failed"
+
+
+async def test_runs_cannot_start_without_their_checkpoints_and_say_so(
+    tmp_path: Path, products_script: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = agents_root(tmp_path)
+    (root / "blocker").write_text("a file where the folder should be")
+    monkeypatch.setenv("CHECKPOINT_URL", "sqlite:///blocker/checkpoints.db")
+    async with serving(root) as (_, base_url), httpx.AsyncClient(base_url=base_url) as client:
+        answer = await client.post("/agents/products/runs", json={"input": "hi"})
+        assert answer.status_code == 503
+        assert answer.json()["error"]["message"].startswith("agent runs are unavailable right now: ")
+        assert (await client.get("/agents/runs")).json()["runs"] == []  # nothing half-started is left
