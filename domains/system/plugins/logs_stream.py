@@ -1,7 +1,9 @@
 """``GET /system/logs/stream``: every log line of this process, live, as server-sent events.
 
 Each line is one event whose ``id`` is an increasing integer and whose ``data`` is
-``{"id", "level", "message", "timestamp", "identity"}``. The last ``LOG_STREAM_BACKLOG`` lines
+``{"id", "level", "message", "timestamp", "identity", "process"}``; ``process`` is ``{"pid", "host"}``
+of this process (as in the dump's ``kernel.process``), because the stream is per process: behind a
+load balancer each Keel process streams its own lines. The last ``LOG_STREAM_BACKLOG`` lines
 (default 1000) are kept, so a client reconnecting with ``Last-Event-ID: N`` (browsers send it by
 themselves) first receives the kept lines after N. ``?level=WARNING`` keeps lines at or above a
 level. Admin-only once authentication is configured.
@@ -22,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import socket
 import threading
 from collections import deque
 from collections.abc import AsyncIterator
@@ -72,6 +75,7 @@ class LogBroadcast:
         self.client_queue = client_queue
         self.clients: set[LogClient] = set()
         self.last_id = 0
+        self.process = {"pid": os.getpid(), "host": socket.gethostname()}
 
     def publish(self, level: str, message: str, timestamp: str, identity: str | None) -> None:
         self.last_id += 1
@@ -82,6 +86,7 @@ class LogBroadcast:
             "message": message,
             "timestamp": timestamp,
             "identity": identity,
+            "process": self.process,
         }
         self.backlog.append(entry)
         for client in self.clients:

@@ -2,12 +2,15 @@
 
 ``?limit=N`` (default 100, at most 1000) bounds the records returned, newest last; ``?tool=NAME``
 (repeatable) keeps those tools' calls (records and summary). The numbers are per process: the
-ring buffer of the last 1000 calls lives in each Keel process. Admin-only once authentication is
-configured.
+ring buffer of the last 1000 calls lives in each Keel process, and the response says which
+(``process``: ``{"pid", "host"}``, as in the dump's ``kernel.process``). Admin-only once
+authentication is configured.
 """
 
 from __future__ import annotations
 
+import os
+import socket
 from typing import Any
 
 from core import BasePlugin, InvalidInputError
@@ -20,6 +23,7 @@ class SystemMetricsPlugin(BasePlugin):
     def __init__(self, http: Any, registry: Any) -> None:
         self.http = http
         self.registry = registry
+        self.process = {"pid": os.getpid(), "host": socket.gethostname()}
 
     def on_boot(self) -> None:
         self.http.add_endpoint("/system/metrics", "GET", self.metrics, tags=["system"], auth="admin")
@@ -38,6 +42,7 @@ class SystemMetricsPlugin(BasePlugin):
             "records": records[-limit:] if limit else [],
             "summary": summary,
             "per_process": True,
+            "process": self.process,
         }
 
 

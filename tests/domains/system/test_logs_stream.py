@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import socket
 import threading
 from collections.abc import AsyncIterator
 from typing import Any
@@ -44,6 +46,7 @@ async def test_each_line_is_an_event_with_an_increasing_id() -> None:
             "message": "one",
             "timestamp": "2025-01-01T00:00:00.000000+00:00",
             "identity": "demo.Plugin.run",
+            "process": {"pid": os.getpid(), "host": socket.gethostname()},
         },
     }
     assert second["id"] == "2"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import socket
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -57,6 +59,7 @@ async def test_metrics_has_recent_records_and_per_method_aggregates(api: httpx.A
     assert response.status_code == 200
     body = response.json()
     assert len(body["records"]) == 2
+    assert body["process"] == {"pid": os.getpid(), "host": socket.gethostname()}  # per process, says which
     assert set(body["records"][0]) == {"tool", "method", "duration_ms", "success", "timestamp"}
     dumps = body["summary"]["registry.get_system_dump"]
     assert dumps["count"] == 3 and dumps["errors"] == 0
