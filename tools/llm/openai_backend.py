@@ -7,8 +7,9 @@ request to ``<LLM_BASE_URL>/chat/completions`` and reads the answer line by line
 for which reasons are retried). An error status is read (the first few kilobytes) so the server's
 own explanation reaches the message; ``Retry-After`` on a 429 is kept on the error.
 
-Closing the stream early (a consumer that stops reading) closes the response and gives the
-connection back; nothing else is kept between calls.
+A connection that breaks after the answer's finish reason arrived loses only the usage chunk: the
+answer is whole, so the stream ends normally (without usage) and the break is logged. Closing the
+stream early (a consumer that stops reading) closes the response and gives the connection back.
 """
 
 from __future__ import annotations
@@ -67,6 +68,7 @@ class OpenAICompatibleBackend:
 
     async def stream(self, request: ChatRequest) -> AsyncGenerator[Delta, None]:
         body = request_body(request, stream_usage=self.config.stream_usage)
+        finished = False
         try:
             async with self._client.stream("POST", "/chat/completions", json=body) as response:
                 if response.status_code >= 400:
@@ -79,8 +81,13 @@ class OpenAICompatibleBackend:
                 )
                 async with aclosing(deltas) as answer:
                     async for delta in answer:
+                        finished = finished or delta.finish_reason is not None
                         yield delta
         except httpx.HTTPError as exc:
+            if finished:
+                # The answer is whole; only the usage chunk (and [DONE]) were lost with the connection.
+                log.warning("the model server's connection broke after the answer finished: %s", exc)
+                return
             raise _transport_error(exc) from exc
 
 

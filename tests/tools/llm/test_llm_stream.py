@@ -262,6 +262,18 @@ async def test_a_disconnect_mid_stream_is_reported_as_an_interrupted_stream(
     assert "after 2 delta(s)" in str(caught.value)
 
 
+async def test_a_disconnect_after_the_finish_loses_only_the_usage(
+    llm: LlmTool, server: OpenAIServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    reply = text_reply("complete answer")
+    reply.disconnect_after = len(reply.events) - 1  # everything but the usage chunk, then the line drops
+    server.enqueue(reply)
+    result = await llm.chat(messages=HELLO, model="")
+    assert result.content == "complete answer" and result.finish_reason == "stop"
+    assert result.usage == Usage()
+    assert "connection broke after the answer finished" in caplog.text
+
+
 async def test_a_disconnect_before_any_delta_is_an_ordinary_transient_error(
     llm: LlmTool, server: OpenAIServer
 ) -> None:
