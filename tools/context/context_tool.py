@@ -102,6 +102,13 @@ class ContextTool(BaseTool):
                 views.append(DomainView(directory.name, plugin_files, model_files))
         return views
 
+    def _portable(self, message: str | None) -> str | None:
+        """A status message with this checkout's absolute path removed, so the file is the same on
+        every machine that boots the same tree."""
+        if message is None:
+            return None
+        return message.replace(f"{self.project_root}{os.sep}", "").replace(str(self.project_root), ".")
+
     def _tool_views(self, tools: dict[str, dict[str, Any]]) -> list[ToolView]:
         raw = self._container.get_raw_tools() if self._container is not None else {}
         views = []
@@ -114,7 +121,9 @@ class ContextTool(BaseTool):
             except Exception as exc:
                 log.warning("tool %s: get_interface_description() raised %s", name, exc, exc_info=exc)
                 description = f"{name}: description unavailable ({type(exc).__name__})"
-            views.append(ToolView(name, str(state["status"]), state.get("message"), description))
+            # An OK tool's message describes this boot (paths, counts): only a reason is kept.
+            message = None if state["status"] == "OK" else self._portable(state.get("message"))
+            views.append(ToolView(name, str(state["status"]), message, description))
         return views
 
     def _relative(self, path: Path) -> str:

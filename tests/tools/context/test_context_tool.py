@@ -321,3 +321,33 @@ def test_field_calls_only_count_as_defaults_when_they_give_one(tmp_path: Path) -
         ("plain", True),
     ]
     assert [(f.name, f.has_default) for f in record.fields] == [("items", True), ("name", False)]
+
+
+async def test_tool_messages_that_describe_one_boot_stay_out_of_the_file(tmp_path: Path) -> None:
+    root = sample_root(tmp_path)
+    write(
+        root,
+        "tools/chatty/chatty_tool.py",
+        """
+        from core import BaseTool, ToolNotConfiguredError
+
+        class Chatty(BaseTool):
+                message = f"{self.project_root}/x.db; 3 applied"
+                self.kernel_registry.update_tool_status("chatty", "OK", message)
+
+            async def setup(self):
+                self.kernel_registry.update_tool_status("chatty", "OK", f"{self.project_root}/x.db; 3 applied")
+
+        class Broken(BaseTool):
+            name = "broken"
+
+            async def setup(self):
+                raise ToolNotConfiguredError(f"set BROKEN_URL (tried {self.project_root}/data/b.db)")
+    """,
+    )
+    async with booted(root):
+        pass
+    text = (root / "AI_CONTEXT.md").read_text(encoding="utf-8")
+    assert "3 applied" not in text
+    assert str(root) not in text
+    assert "| `broken` | OFF | set BROKEN_URL (tried data/b.db) |" in text
