@@ -1,10 +1,12 @@
 """Checkpoints in PostgreSQL, the state as ``JSONB``.
 
 Table ``keel_checkpoints (run_id, version, state JSONB, created_at, status)``, primary key
-``(run_id, version)``, created on first use. A save is one transaction that first takes a
-transaction-scoped advisory lock on the run id, so producers of one run (in any process) are
-serialised while different runs never wait for each other; then it reads the latest version,
-refuses a version that is not above it, inserts and prunes to the newest ``keep``.
+``(run_id, version)``, created on first use (under an advisory lock, so processes booting
+together on a fresh database do not trip over each other's ``CREATE TABLE``). A save is one
+transaction that first takes a transaction-scoped advisory lock on the run id, so producers of
+one run (in any process) are serialised while different runs never wait for each other; then it
+reads the latest version, refuses a version that is not above it, inserts and prunes to the
+newest ``keep``.
 
 ``JSONB`` keeps the document, not its spelling: object keys may come back in another order, and a
 string holding ``\\u0000`` cannot be stored (refused as ``CheckpointEncodeError``).
@@ -32,6 +34,7 @@ CREATE TABLE IF NOT EXISTS keel_checkpoints (
     PRIMARY KEY (run_id, version)
 )
 """
+CREATE_LOCK = "SELECT pg_advisory_xact_lock(hashtext('keel_checkpoints:' || current_schema()))"
 COLUMNS = "version, state::text, created_at, status"
 _UNAVAILABLE = (OSError, asyncio.TimeoutError, asyncpg.InterfaceError, asyncpg.CannotConnectNowError)
 
@@ -60,7 +63,10 @@ class PostgresBackend:
                     f"cannot connect to the checkpoints' PostgreSQL: {exc}"
                 ) from exc
             try:
-                async with pool.acquire() as connection:
+                async with pool.acquire() as connection, connection.transaction():
+                    # Concurrent CREATE TABLE IF NOT EXISTS can still collide in PostgreSQL's
+                    # catalog when several processes boot together: take turns.
+                    await connection.execute(CREATE_LOCK)
                     await connection.execute(SCHEMA)
             except BaseException:
                 await pool.close()
