@@ -332,11 +332,11 @@ async def test_tool_messages_that_describe_one_boot_stay_out_of_the_file(tmp_pat
         from core import BaseTool, ToolNotConfiguredError
 
         class Chatty(BaseTool):
-                message = f"{self.project_root}/x.db; 3 applied"
-                self.kernel_registry.update_tool_status("chatty", "OK", message)
+            name = "chatty"
 
             async def setup(self):
-                self.kernel_registry.update_tool_status("chatty", "OK", f"{self.project_root}/x.db; 3 applied")
+                message = f"{self.project_root}/x.db; 3 applied"
+                self.kernel_registry.update_tool_status("chatty", "OK", message)
 
         class Broken(BaseTool):
             name = "broken"
