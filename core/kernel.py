@@ -108,16 +108,16 @@ class Kernel:
                 on_error=functools.partial(self.registry.update_tool_status, tool.name, ToolStatus.DEAD),
             )
         self._booted = True
-        dump = self.registry.get_system_dump()
-        dead = [n for n, p in dump["plugins"].items() if p["status"] == PluginStatus.DEAD]
-        log.info(
-            "booted %s: %d tools, %d plugins (%d dead), %d files failed to load",
-            self.root,
-            len(dump["tools"]),
-            len(dump["plugins"]),
-            len(dead),
-            len(dump["load_errors"]),
-        )
+        if log.isEnabledFor(logging.INFO):
+            counts = self.registry.counts()
+            log.info(
+                "booted %s: %d tools, %d plugins (%d dead), %d files failed to load",
+                self.root,
+                counts["tools"],
+                counts["plugins"],
+                counts["dead_plugins"],
+                counts["load_errors"],
+            )
 
     def _discover_tools(self) -> list[BaseTool]:
         tools_dir = self.root / "tools"

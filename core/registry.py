@@ -202,6 +202,15 @@ class Registry:
         """The recent calls, oldest first, each ``{tool, method, duration_ms, success, timestamp}``."""
         return [record_dict(record) for record in tuple(self.metrics)]
 
+    def counts(self) -> dict[str, int]:
+        """How many tools, plugins, DEAD plugins and failed files there are, without a dump."""
+        return {
+            "tools": len(self._tools),
+            "plugins": len(self._plugins),
+            "dead_plugins": sum(p.status is PluginStatus.DEAD for p in self._plugins.values()),
+            "load_errors": len(self._load_errors),
+        }
+
     # -- the system dump -----------------------------------------------------------------------
 
     def get_system_dump(self) -> dict[str, Any]:
