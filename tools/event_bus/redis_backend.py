@@ -423,7 +423,7 @@ class RedisStreamsBackend:
                 self.counters["delivered"] += 1
                 if reply_to is not None:
                     await self._answer(reply_to, event.id, group, answer)
-                await self._call(self._pipeline.submit, lambda pipe: pipe.xack(stream, group, entry_id))
+                await self._call(self._pipeline.ack, stream, group, entry_id)
                 return
             failures = outcome.failures
             only = frozenset(failures)

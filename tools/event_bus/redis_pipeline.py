@@ -1,10 +1,13 @@
 """Automatic pipelining: the Redis commands of many coroutines share round trips.
 
 Every publish is an ``XADD`` and every delivery ends in an ``XACK``; sent one by one, each costs a
-round trip. :class:`AutoPipeline` queues commands instead: when none is in flight the first goes
-out at once (so a lone caller waits no longer than with a direct call), and everything queued
-while a round trip is in flight goes out together in the next one. Each caller still awaits its
-own result, and an error reply fails only the command it belongs to.
+round trip (and, in the client, a command to encode and a reply to parse). :class:`AutoPipeline`
+queues commands instead: when none is in flight the first goes out at once (so a lone caller
+waits no longer than with a direct call), and everything queued while a round trip is in flight
+goes out together in the next one. Each caller still awaits its own result, and an error reply
+fails only the command it belongs to. Acknowledgements go one step further: those of one stream
+and group waiting together become a single ``XACK``, so Redis and the client handle one command
+per batch of deliveries rather than one per delivery.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ class AutoPipeline:
         self._client = client
         self._queued: list[tuple[Queue, asyncio.Future[Any]]] = []
         self._flusher: asyncio.Task[None] | None = None
+        self._acks: dict[tuple[str, str], tuple[list[str], asyncio.Future[Any]]] = {}
 
     def submit(self, command: Queue) -> asyncio.Future[Any]:
         """Queue one command; the future gets its reply (or the error it raised)."""
@@ -33,6 +37,17 @@ class AutoPipeline:
         if self._flusher is None:
             self._flusher = asyncio.get_running_loop().create_task(self._flush(), name="keel-bus-pipeline")
         return future
+
+    def ack(self, stream: str, group: str, entry_id: str) -> asyncio.Future[Any]:
+        """Queue an ``XACK``; acknowledgements of one stream and group queued together go out as
+        one ``XACK`` with every id (their callers share its future)."""
+        key = (stream, group)
+        waiting = self._acks.get(key)
+        if waiting is None:
+            future = self.submit(lambda pipe: pipe.xack(stream, group, *self._acks.pop(key)[0]))
+            waiting = self._acks[key] = ([], future)
+        waiting[0].append(entry_id)
+        return waiting[1]
 
     async def drain(self) -> None:
         """Wait until every command queued so far has had its reply."""
