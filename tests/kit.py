@@ -1,17 +1,31 @@
-"""Helpers for tests that boot a real Kernel on a temporary project root."""
+"""Helpers for tests that boot a real Kernel on a temporary project root, or drive one tool alone.
+
+A root links the project's own tools and domains as folders (the kernel follows linked folders when
+it discovers tools, and the loader keeps link paths, so modules are named after the temporary root).
+"""
 
 from __future__ import annotations
 
 import asyncio
+import inspect
+import json
 import os
+import socket
 import textwrap
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from core import Kernel
+from core import BaseTool, Kernel
+from core.registry import Registry
+
+if TYPE_CHECKING:
+    import httpx
 
 PROJECT = Path(__file__).resolve().parent.parent
+
+ToolT = TypeVar("ToolT", bound=BaseTool)
 
 
 def make_root(
@@ -36,6 +50,27 @@ def write(root: Path, relative: str, source: str) -> Path:
     return path
 
 
+def bound_tool(tool_class: type[ToolT], project_root: Path) -> ToolT:
+    """A tool built as the kernel builds it (no arguments), bound to ``project_root`` and a fresh
+    registry in which it is registered; not set up yet."""
+    tool = tool_class()
+    registry = Registry()
+    registry.register_tool(tool_class.name)
+    tool.bind(project_root=project_root, registry=registry)
+    return tool
+
+
+@asynccontextmanager
+async def started_tool(tool_class: type[ToolT], project_root: Path) -> AsyncIterator[ToolT]:
+    """A :func:`bound_tool` set up from the current environment, shut down on exit."""
+    tool = bound_tool(tool_class, project_root)
+    await tool.setup()
+    try:
+        yield tool
+    finally:
+        await tool.shutdown()
+
+
 @asynccontextmanager
 async def booted(root: Path) -> AsyncIterator[Kernel]:
     """A booted kernel (no serving); shut down on exit."""
@@ -48,13 +83,17 @@ async def booted(root: Path) -> AsyncIterator[Kernel]:
 
 
 @asynccontextmanager
-async def serving(root: Path, *, boot_timeout: float = 30.0) -> AsyncIterator[tuple[Kernel, str]]:
-    """A kernel booted and serving HTTP on a free loopback port: ``(kernel, base_url)``.
+async def serving(
+    root: Path, *, port: int = 0, boot_timeout: float = 30.0
+) -> AsyncIterator[tuple[Kernel, str]]:
+    """A kernel booted and serving HTTP on loopback: ``(kernel, base_url)``.
 
-    Sets ``PORT=0`` and ``HOST=127.0.0.1`` for the kernel's own environment only.
+    ``port=0`` (the default) takes a free port; a fixed ``port`` (see :func:`free_port`) lets a
+    second kernel come up where the first one was. Sets ``PORT`` and ``HOST=127.0.0.1`` for the
+    kernel's own environment only.
     """
     saved = {key: os.environ.get(key) for key in ("PORT", "HOST")}
-    os.environ.update({"PORT": "0", "HOST": "127.0.0.1"})
+    os.environ.update({"PORT": str(port), "HOST": "127.0.0.1"})
     kernel = Kernel(root)
     try:
         await kernel.boot()
@@ -73,3 +112,40 @@ async def serving(root: Path, *, boot_timeout: float = 30.0) -> AsyncIterator[tu
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
+
+
+def free_port() -> int:
+    """A loopback TCP port that nothing listens on right now."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+async def until(condition: Callable[[], Awaitable[bool] | bool], what: str, limit: float = 15.0) -> None:
+    """Poll ``condition`` (sync or async) every 10 ms until it holds; fail naming ``what`` after
+    ``limit`` seconds. Only a failing test waits the limit out."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + limit
+    while True:
+        result = condition()
+        if inspect.isawaitable(result):
+            result = await result
+        if result:
+            return
+        if loop.time() > deadline:
+            raise AssertionError(f"{what}: still not the case after {limit}s")
+        await asyncio.sleep(0.01)
+
+
+async def sse_events(response: httpx.Response) -> AsyncIterator[dict[str, Any]]:
+    """Parse a text/event-stream body into ``{"id", "event", "data"}`` dicts (``data`` decoded as
+    JSON), skipping comment lines such as heartbeats."""
+    event: dict[str, Any] = {}
+    async for line in response.aiter_lines():
+        if not line:
+            if event:
+                yield event
+            event = {}
+        elif not line.startswith(":"):
+            field, _, value = line.partition(": ")
+            event[field] = json.loads(value) if field == "data" else value

@@ -20,7 +20,7 @@ import pytest
 from core import Kernel, KernelBootError
 from core.loader import module_name
 from core.reloader import ReloadAction, base_owner, is_staging, plugin_host, staging_owner
-from tests.kit import booted, write
+from tests.kit import booted, make_root, write
 
 BOARD_TOOL = """
     import asyncio
@@ -637,11 +637,9 @@ async def test_two_hundred_reloads_leave_nothing_behind(
 
     import httpx
 
-    from tests.domains.system.service_roots import service_root
-
     monkeypatch.setenv("LOG_LEVEL", "WARNING")  # one log line per reload is not what is measured
     monkeypatch.setenv("EVENT_TRACE_BUFFER", "10")  # a ring buffer that fills within the warm-up
-    root = service_root(tmp_path, tools=("http", "event_bus", "logger", "system"), domains=())
+    root = make_root(tmp_path, tools=("http", "event_bus", "logger", "system"))
     path = write(root, "domains/leak/plugins/everything.py", leaky(0))
     async with booted(root) as kernel:
         host = kernel.plugin_host

@@ -1,5 +1,5 @@
-"""What the dashboard's tests share: a project root with the dashboard, a kernel on a chosen port,
-and Debian's Chromium driven by Playwright.
+"""What the dashboard's tests share: a project root with the dashboard, test plugins, and Debian's
+Chromium driven by Playwright.
 
 The browser is the system's ``/usr/bin/chromium`` (``scripts/install_browser.sh`` installs it); the
 Playwright package only drives it and never downloads a browser of its own. Where either is
@@ -8,18 +8,12 @@ missing the browser tests are skipped with the reason, or fail when ``REQUIRE_SE
 
 from __future__ import annotations
 
-import asyncio
 import os
 import shutil
-import socket
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from core import Kernel
-from tests.domains.system.service_roots import service_root
-from tests.kit import PROJECT, write
+from tests.kit import PROJECT, make_root, write
 
 ARTIFACTS = PROJECT / "test-artifacts"
 WAIT_MS = 15_000  # the bound on any single thing the page is expected to show
@@ -88,6 +82,26 @@ EXPLODING_PLUGIN = """
 
 SYNTAX_ERROR_FILE = "def oops(:\n    return 1\n"
 
+GATE_PLUGIN = """
+    from core import BasePlugin, UnauthorizedError
+
+
+    class Gate(BasePlugin):
+        def __init__(self, http):
+            self.http = http
+
+        def on_boot(self):
+            self.http.set_auth_validator(self.validate)
+
+        def validate(self, token):
+            if token == "admin-secret":
+                return {"sub": "ops", "admin": True}
+            if token == "reader-token":
+                return {"sub": "reader", "roles": ["reader"]}
+            raise UnauthorizedError("unknown token")
+"""
+"""A token check: ``admin-secret`` is an admin, ``reader-token`` a reader without admin rights."""
+
 
 def chromium_path() -> str | None:
     """Debian's Chromium, when installed."""
@@ -100,7 +114,7 @@ def chromium_path() -> str | None:
 def dashboard_root(tmp_path: Path, *, name: str = "root") -> Path:
     """A root with the project's http, logger and registry tools, the system and dashboard
     domains, and a ``demo`` plugin whose endpoints log on request."""
-    root = service_root(tmp_path, domains=("system", "dashboard"), name=name)
+    root = make_root(tmp_path, tools=("http", "logger", "system"), domains=("system", "dashboard"), name=name)
     write(root, "domains/demo/plugins/hello.py", HELLO_PLUGIN)
     return root
 
@@ -109,37 +123,6 @@ def add_broken_plugins(root: Path) -> None:
     """A plugin that raises in ``on_boot`` (DEAD) and a file that cannot even be imported."""
     write(root, "domains/broken/plugins/exploding.py", EXPLODING_PLUGIN)
     (root / "domains/broken/plugins/typo.py").write_text(SYNTAX_ERROR_FILE, encoding="utf-8")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-@asynccontextmanager
-async def serving_on(root: Path, port: int) -> AsyncIterator[tuple[Kernel, str]]:
-    """Like ``tests.kit.serving`` but on a fixed port, so a second kernel can take over the first's."""
-    saved = {key: os.environ.get(key) for key in ("PORT", "HOST")}
-    os.environ.update({"PORT": str(port), "HOST": "127.0.0.1"})
-    kernel = Kernel(root)
-    try:
-        await kernel.boot()
-        serve_task = asyncio.create_task(kernel.serve())
-        base_url = await asyncio.wait_for(kernel.container.get("http").wait_until_serving(), 30)
-        try:
-            yield kernel, base_url
-        finally:
-            kernel.request_stop()
-            await asyncio.wait_for(serve_task, 30)
-    finally:
-        await kernel.shutdown()
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
 
 
 class PageWatch:

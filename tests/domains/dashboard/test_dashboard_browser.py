@@ -15,15 +15,14 @@ import pytest
 
 from tests.domains.dashboard.dashboard_kit import (
     ARTIFACTS,
+    GATE_PLUGIN,
     RESTART_WAIT_MS,
     WAIT_MS,
     PageWatch,
     add_broken_plugins,
     dashboard_root,
-    free_port,
-    serving_on,
 )
-from tests.kit import serving, write
+from tests.kit import free_port, serving, write
 
 pytestmark = pytest.mark.browser
 
@@ -31,25 +30,6 @@ try:
     from playwright.async_api import expect
 except ImportError:  # the browser fixture skips (or fails under REQUIRE_SERVICES) with the reason
     expect = None  # type: ignore[assignment]
-
-GATE_PLUGIN = """
-    from core import BasePlugin, UnauthorizedError
-
-
-    class Gate(BasePlugin):
-        def __init__(self, http):
-            self.http = http
-
-        def on_boot(self):
-            self.http.set_auth_validator(self.validate)
-
-        def validate(self, token):
-            if token == "admin-secret":
-                return {"sub": "ops", "admin": True}
-            if token == "reader-token":
-                return {"sub": "reader", "roles": ["reader"]}
-            raise UnauthorizedError("unknown token")
-"""
 
 # A stand-in for the event bus's trace stream (``domains/system/plugins/event_trace.py``), in its
 # wire format: one ``trace`` event per completed record, the record's ``seq`` as the event id.
@@ -238,7 +218,7 @@ async def test_lines_the_server_dropped_for_the_page_are_counted(
 async def test_the_page_reconnects_by_itself_after_the_service_restarts(tmp_path: Path, browser: Any) -> None:
     root = dashboard_root(tmp_path)
     port = free_port()
-    async with serving_on(root, port) as (kernel, base_url):
+    async with serving(root, port=port) as (kernel, base_url):
         page, watch = await open_dashboard(browser, base_url)
         async with httpx.AsyncClient(base_url=base_url) as client:
             await client.get("/hello/before")
@@ -248,7 +228,7 @@ async def test_the_page_reconnects_by_itself_after_the_service_restarts(tmp_path
     await expect(log_state).to_have_attribute("data-state", "reconnecting", timeout=WAIT_MS)
     await expect(page.locator("#connection")).to_have_attribute("data-state", "down", timeout=WAIT_MS)
 
-    async with serving_on(root, port) as (kernel, base_url):
+    async with serving(root, port=port) as (kernel, base_url):
         await expect(log_state).to_have_attribute("data-state", "live", timeout=RESTART_WAIT_MS)
         async with httpx.AsyncClient(base_url=base_url) as client:
             await client.get("/hello/after")

@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.domains.dashboard.dashboard_kit import dashboard_root
+from tests.domains.dashboard.dashboard_kit import GATE_PLUGIN, dashboard_root
 from tests.kit import PROJECT, booted, write
 
 STATIC = PROJECT / "domains" / "dashboard" / "static"
@@ -22,23 +22,6 @@ ASSETS = {
     "/system/dashboard/app.js": ("app.js", "text/javascript; charset=utf-8"),
     "/system/dashboard/app.css": ("app.css", "text/css; charset=utf-8"),
 }
-
-GATE_PLUGIN = """
-    from core import BasePlugin, UnauthorizedError
-
-
-    class Gate(BasePlugin):
-        def __init__(self, http):
-            self.http = http
-
-        def on_boot(self):
-            self.http.set_auth_validator(self.validate)
-
-        def validate(self, token):
-            if token == "admin-secret":
-                return {"sub": "ops", "admin": True}
-            raise UnauthorizedError("unknown token")
-"""
 
 
 @asynccontextmanager

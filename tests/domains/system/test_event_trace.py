@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import json
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -14,9 +13,7 @@ import pytest
 from core.context import bound, current_event_id_var
 from core.errors import InvalidInputError, NotFoundError
 from domains.system.plugins.event_trace import EventTracePlugin
-from tests.domains.system.service_roots import service_root
-from tests.kit import booted, serving, write
-from tests.tools.db.db_fixtures import project_modules_restored
+from tests.kit import booted, make_root, serving, sse_events, write
 from tools.event_bus.event_bus_tool import EventBusTool
 from tools.event_bus.events import Event
 
@@ -32,13 +29,6 @@ class RecordingHttp:
 
     def add_sse_endpoint(self, path: str, stream: Callable[..., Any], **options: Any) -> None:
         self.routes[f"SSE {path}"] = {"handler": stream, **options}
-
-
-@pytest.fixture(autouse=True)
-def _project_modules() -> Iterator[None]:
-    """The HTTP tests boot kernels on temporary roots; leave ``tools.*`` as the next test expects it."""
-    with project_modules_restored():
-        yield
 
 
 @pytest.fixture
@@ -171,20 +161,8 @@ ORDERS_PLUGIN = """
 """
 
 
-async def sse_events(response: httpx.Response) -> AsyncIterator[dict[str, Any]]:
-    event: dict[str, Any] = {}
-    async for line in response.aiter_lines():
-        if not line:
-            if event:
-                yield event
-            event = {}
-        elif not line.startswith(":"):
-            field, _, value = line.partition(": ")
-            event[field] = json.loads(value) if field == "data" else value
-
-
 async def test_a_request_chain_seen_through_the_system_endpoints(tmp_path: Path) -> None:
-    root = service_root(tmp_path, tools=("http", "logger", "event_bus"))
+    root = make_root(tmp_path, tools=("http", "logger", "event_bus"), domains=("system",))
     write(root, "domains/shop/plugins/orders.py", ORDERS_PLUGIN)
     async with serving(root) as (kernel, url), httpx.AsyncClient(base_url=url, timeout=10) as client:
         async with client.stream("GET", "/system/events/stream") as stream:
@@ -217,7 +195,7 @@ async def test_a_request_chain_seen_through_the_system_endpoints(tmp_path: Path)
 
 
 async def test_a_root_without_an_event_bus_keeps_the_plugin_healthy(tmp_path: Path) -> None:
-    root = service_root(tmp_path, tools=("http", "logger"))
+    root = make_root(tmp_path, tools=("http", "logger"), domains=("system",))
     async with booted(root) as kernel:
         plugins = kernel.registry.get_system_dump()["plugins"]
         assert plugins["system.EventTracePlugin"]["status"] == "READY"

@@ -13,8 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.domains.system.service_roots import service_root
-from tests.kit import PROJECT, write
+from tests.kit import PROJECT, make_root, write
 
 SLOW_PLUGIN = """
     import asyncio
@@ -71,7 +70,7 @@ class Output:
 
 
 async def test_sigterm_drains_the_in_flight_request_then_shuts_down(tmp_path: Path) -> None:
-    root = service_root(tmp_path)
+    root = make_root(tmp_path, tools=("http", "logger", "system"), domains=("system",))
     write(root, "domains/demo/plugins/slow.py", SLOW_PLUGIN)
     script = root / "run.py"
     script.write_text(

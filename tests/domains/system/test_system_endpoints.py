@@ -12,8 +12,7 @@ import httpx
 import pytest
 
 from core import Kernel, PluginStatus, ToolStatus
-from tests.domains.system.service_roots import service_root
-from tests.kit import booted
+from tests.kit import booted, make_root
 
 CLEAN_ENV = ("LOG_LEVEL", "PORT", "HOST", "HEALTH_CHECK_INTERVAL", "LOG_STREAM_BACKLOG")
 
@@ -22,7 +21,8 @@ CLEAN_ENV = ("LOG_LEVEL", "PORT", "HOST", "HEALTH_CHECK_INTERVAL", "LOG_STREAM_B
 async def kernel(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Kernel]:
     for key in CLEAN_ENV:
         monkeypatch.delenv(key, raising=False)
-    async with booted(service_root(tmp_path)) as kernel:
+    root = make_root(tmp_path, tools=("http", "logger", "system"), domains=("system",))
+    async with booted(root) as kernel:
         yield kernel
 
 

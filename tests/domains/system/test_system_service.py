@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -11,8 +10,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.domains.system.service_roots import service_root
-from tests.kit import serving, write
+from tests.kit import make_root, serving, sse_events, write
 
 HELLO_PLUGIN = """
     from core import BasePlugin
@@ -36,22 +34,9 @@ HELLO_PLUGIN = """
 def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     for key in ("LOG_LEVEL", "LOG_STREAM_BACKLOG", "LOG_STREAM_CLIENT_QUEUE", "SSE_HEARTBEAT_SECONDS"):
         monkeypatch.delenv(key, raising=False)
-    root = service_root(tmp_path)
+    root = make_root(tmp_path, tools=("http", "logger", "system"), domains=("system",))
     write(root, "domains/demo/plugins/hello.py", HELLO_PLUGIN)
     return root
-
-
-async def sse_events(response: httpx.Response) -> AsyncIterator[dict[str, Any]]:
-    """Parse a text/event-stream body into events ({"id", "event", "data"}), skipping comments."""
-    event: dict[str, Any] = {}
-    async for line in response.aiter_lines():
-        if not line:
-            if event:
-                yield event
-            event = {}
-        elif not line.startswith(":"):
-            field, _, value = line.partition(": ")
-            event[field] = json.loads(value) if field == "data" else value
 
 
 async def first_matching(events: AsyncIterator[dict[str, Any]], message: str) -> dict[str, Any]:

@@ -7,8 +7,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.domains.system.service_roots import service_root
-from tests.kit import booted, write
+from tests.kit import booted, make_root, write
 
 PLUGIN = """
     from core import BasePlugin
@@ -33,7 +32,7 @@ async def test_unloading_a_plugin_removes_its_routes_and_reloading_restores_them
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("PORT", raising=False)
-    root = service_root(tmp_path, tools=("http",), domains=())
+    root = make_root(tmp_path, tools=("http",))
     plugin_file = write(root, "domains/shop/plugins/orders.py", PLUGIN.replace("{version}", "1"))
     async with booted(root) as kernel:
         http = kernel.container.get_raw_tools()["http"]

@@ -14,8 +14,7 @@ import httpx
 import pytest
 
 from core import Kernel
-from tests.domains.system.service_roots import service_root
-from tests.kit import serving
+from tests.kit import make_root, serving
 
 BOUND = 15.0
 """Seconds a change may take to show (the watcher's batching plus a reload); only a failure waits it out."""
@@ -67,7 +66,7 @@ def items(version: int) -> str:
 
 
 def watched_root(tmp_path: Path, tools: Iterable[str] = TOOLS) -> Path:
-    return service_root(tmp_path, tools=tools, domains=())
+    return make_root(tmp_path, tools=tools)
 
 
 @asynccontextmanager
