@@ -11,9 +11,8 @@ import httpx
 import pytest
 
 from core import Kernel
-from tests.kit import serving, write
+from tests.kit import make_root, serving, write
 from tests.tools.auth.forge import BATTERY, SECRET, Attack, claims, hmac_token
-from tests.tools.auth.roots import make_linked_root
 
 DEMO_PLUGIN = """
     from core import BasePlugin
@@ -36,7 +35,7 @@ DEMO_PLUGIN = """
 
 
 def project(tmp_path: Path) -> Path:
-    root = make_linked_root(tmp_path, tools=("http", "auth"), domains=("auth_wiring",))
+    root = make_root(tmp_path, tools=("http", "auth"), domains=("auth_wiring",))
     write(root, "domains/demo/plugins/demo.py", DEMO_PLUGIN)
     return root
 

@@ -12,8 +12,7 @@ import httpx
 import pytest
 
 from core import Kernel
-from tests.kit import PROJECT, serving, write
-from tests.tools.auth.roots import make_linked_root
+from tests.kit import PROJECT, make_root, serving, write
 
 PASSWORD = "correct-horse-battery"
 
@@ -32,7 +31,7 @@ RECORDING_BUS = """
 
 
 def project(tmp_path: Path) -> Path:
-    root = make_linked_root(tmp_path, tools=("http", "auth", "db"), domains=("users", "auth_wiring"))
+    root = make_root(tmp_path, tools=("http", "auth", "db"), domains=("users", "auth_wiring"))
     (root / "migrations").mkdir()
     (root / "migrations" / "users").symlink_to(PROJECT / "migrations" / "users", target_is_directory=True)
     write(root, "tools/recording_bus/recording_bus.py", RECORDING_BUS)

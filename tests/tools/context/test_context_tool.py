@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.kit import booted, write
-from tests.tools.auth.roots import make_linked_root
+from tests.kit import booted, make_root, write
 from tools.context.render import HEADER
 
 GREETER_TOOL = '''
@@ -152,7 +151,7 @@ def context_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def sample_root(tmp_path: Path, name: str = "root") -> Path:
-    root = make_linked_root(tmp_path, tools=("context",), name=name)
+    root = make_root(tmp_path, tools=("context",), name=name)
     write(root, "tools/greeter/greeter_tool.py", GREETER_TOOL)
     write(root, "domains/shop/plugins/orders.py", ORDERS_PLUGIN)
     write(root, "domains/shop/plugins/typo.py", "def broken(:\n")
@@ -278,7 +277,7 @@ async def test_it_can_be_turned_off(tmp_path: Path, monkeypatch: pytest.MonkeyPa
 
 
 async def test_a_root_without_domains_still_gets_a_file(tmp_path: Path) -> None:
-    root = make_linked_root(tmp_path, tools=("context",))
+    root = make_root(tmp_path, tools=("context",))
     (root / "domains").rmdir()
     async with booted(root):
         pass

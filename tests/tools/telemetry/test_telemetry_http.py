@@ -13,8 +13,7 @@ import pytest
 from opentelemetry.trace import SpanKind, StatusCode
 
 from core import Kernel
-from tests.kit import serving, write
-from tests.tools.auth.roots import make_linked_root
+from tests.kit import make_root, serving, write
 
 GREETER_TOOL = """
     from core import BaseTool
@@ -65,7 +64,7 @@ async def service(
     monkeypatch.setenv("OTEL_ENABLED", "true")
     monkeypatch.setenv("OTEL_TRACES_EXPORTER", "memory")
     monkeypatch.setenv("OTEL_METRICS_EXPORTER", "memory")
-    root = make_linked_root(tmp_path, tools=("http", "telemetry"))
+    root = make_root(tmp_path, tools=("http", "telemetry"))
     write(root, "tools/greeter/greeter_tool.py", GREETER_TOOL)
     write(root, "domains/demo/plugins/greetings.py", ENDPOINTS_PLUGIN)
     async with serving(root) as (kernel, base_url), httpx.AsyncClient(base_url=base_url) as client:

@@ -13,8 +13,7 @@ import pytest
 from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import ExportMetricsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from tests.kit import booted, write
-from tests.tools.auth.roots import make_linked_root
+from tests.kit import booted, make_root, write
 
 GREETER_TOOL = """
     from core import BaseTool
@@ -73,7 +72,7 @@ async def test_buffered_spans_and_metrics_are_exported_on_shutdown(
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", f"http://{host!s}:{port}")
     monkeypatch.setenv("OTEL_BSP_SCHEDULE_DELAY", "600000")  # nothing leaves before shutdown
     monkeypatch.setenv("OTEL_METRIC_EXPORT_INTERVAL", "600000")
-    root = make_linked_root(tmp_path, tools=("telemetry",))
+    root = make_root(tmp_path, tools=("telemetry",))
     write(root, "tools/greeter/greeter_tool.py", GREETER_TOOL)
     async with booted(root) as kernel:
         kernel.container.get("greeter").greet("collector")

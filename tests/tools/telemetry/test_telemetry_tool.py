@@ -19,8 +19,7 @@ import pytest
 from opentelemetry.trace import SpanKind, StatusCode
 
 from core import Kernel
-from tests.kit import booted, write
-from tests.tools.auth.roots import make_linked_root
+from tests.kit import booted, make_root, write
 
 GREETER_TOOL = """
     import asyncio
@@ -99,7 +98,7 @@ def enable(monkeypatch: pytest.MonkeyPatch, **extra: str) -> None:
 
 
 def project(tmp_path: Path, *, plugin: bool = False, fragile: bool = False) -> Path:
-    root = make_linked_root(tmp_path, tools=("telemetry",))
+    root = make_root(tmp_path, tools=("telemetry",))
     write(root, "tools/greeter/greeter_tool.py", GREETER_TOOL)
     if fragile:
         write(root, "tools/fragile/fragile_tool.py", BROKEN_INSTRUMENT_TOOL)
