@@ -332,6 +332,9 @@ class Kernel:
             if task in pending:
                 reason: str | None = f"on_boot() did not finish within {limit:g}s (PLUGIN_BOOT_TIMEOUT)"
                 log.error("%s: %s", plugin.plugin_id, reason)
+            elif task.cancelled():  # the hook raised CancelledError itself: its failure, nobody else's
+                reason = "on_boot() was cancelled"
+                log.error("%s: %s", plugin.plugin_id, reason)
             elif (error := task.exception()) is not None:
                 reason = f"on_boot() raised {_describe(error)}"
                 log.error("%s.on_boot failed", plugin.plugin_id, exc_info=error)
@@ -390,11 +393,19 @@ class Kernel:
         if not servers:
             await self.stop_event.wait()
             return True
-        results = await asyncio.gather(*servers, return_exceptions=True)
+        tasks = [asyncio.ensure_future(server) for server in servers]
+        for task in tasks:
+            task.add_done_callback(self._stop_if_failed)
+        results = await asyncio.gather(*tasks, return_exceptions=True)
         failures = [result for result in results if isinstance(result, BaseException)]
         for failure in failures:
             log.error("a tool's serve() failed", exc_info=failure)
         return not failures
+
+    def _stop_if_failed(self, task: asyncio.Future[Any]) -> None:
+        """One server failing stops the others: half a service (a watcher, no HTTP) is not served."""
+        if not task.cancelled() and task.exception() is not None:
+            self.request_stop()
 
     def request_stop(self) -> None:
         if self.stop_event is not None:
@@ -486,6 +497,13 @@ class Kernel:
             except Exception as exc:
                 reason = f"{identity.rsplit('.', 1)[-1]}() raised {_describe(exc)}"
                 log.error("%s failed", identity, exc_info=exc)
+            except asyncio.CancelledError:
+                task = asyncio.current_task()
+                if task is not None and task.cancelling():
+                    raise  # the kernel itself is being cancelled
+                # The hook raised CancelledError on its own: one failure, and the rest still run.
+                reason = f"{identity.rsplit('.', 1)[-1]}() was cancelled"
+                log.error("%s: %s", identity, reason)
         finally:
             current_identity_var.reset(identity_token)
             current_plugin_var.reset(owner_token)

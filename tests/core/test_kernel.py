@@ -6,6 +6,7 @@ boot and work, and that the system dump says why the broken part is not running.
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -391,3 +392,88 @@ async def test_linked_tool_folders_are_discovered(tmp_path: Path) -> None:
     (root / "tools" / "greeter").symlink_to(source / "greeter", target_is_directory=True)
     async with booted(root) as kernel:
         assert kernel.container.get("greeter").greet("link") == "hello link"
+
+
+async def test_on_boot_raising_cancelled_error_is_only_that_plugins_failure(root: Path) -> None:
+    write(
+        root,
+        "domains/bad/plugins/cancels.py",
+        """
+        import asyncio
+        from core import BasePlugin
+
+        class Cancels(BasePlugin):
+            async def on_boot(self):
+                raise asyncio.CancelledError()
+    """,
+    )
+    async with booted(root) as kernel:
+        assert_healthy_part_works(kernel)
+        cancels = kernel.registry.get_system_dump()["plugins"]["bad.Cancels"]
+        assert (cancels["status"], cancels["error"]) == ("DEAD", "on_boot() was cancelled")
+
+
+async def test_shutdown_goes_on_past_a_hook_raising_cancelled_error(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    log = tmp_path / "order.log"
+    write(
+        root,
+        "tools/alpha/alpha_tool.py",
+        f"""
+        from core import BaseTool
+
+        class Alpha(BaseTool):
+            name = "alpha"
+
+            async def shutdown(self):
+                with open({str(log)!r}, "a") as f:
+                    f.write("tool alpha\\n")
+    """,
+    )
+    write(
+        root,
+        "domains/d/plugins/p.py",
+        """
+        import asyncio
+        from core import BasePlugin
+
+        class P(BasePlugin):
+            async def on_shutdown(self):
+                raise asyncio.CancelledError()
+    """,
+    )
+    kernel = Kernel(root)
+    await kernel.boot()
+    await kernel.shutdown()
+    assert log.read_text().splitlines() == ["tool alpha"]
+
+
+async def test_one_server_failing_stops_the_others(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    write(
+        root,
+        "tools/servers/servers.py",
+        """
+        import asyncio
+        from core import BaseTool
+
+        class Broken(BaseTool):
+            name = "broken_server"
+
+            async def serve(self, stop):
+                raise OSError("address already in use")
+
+        class Patient(BaseTool):
+            name = "patient_server"
+
+            async def serve(self, stop):
+                await stop.wait()
+    """,
+    )
+    kernel = Kernel(root)
+    await kernel.boot()
+    try:
+        served = await asyncio.wait_for(kernel.serve(), 10)
+    finally:
+        await kernel.shutdown()
+    assert served is False
