@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
-from tests.tools.db.db_fixtures import pg_schema, project_modules_restored, started_tool
+from tests.conftest import fresh_postgres_schema
+from tests.kit import started_tool
 from tools.db.db_tool import DbTool
 
 
@@ -20,17 +21,10 @@ async def db(
     root.mkdir()
     if request.param == "sqlite":
         monkeypatch.setenv("DATABASE_URL", "sqlite:///data/test.db")
-        async with started_tool(root) as tool:
+        async with started_tool(DbTool, root) as tool:
             yield tool
         return
-    async with pg_schema() as url:
+    async with fresh_postgres_schema() as url:
         monkeypatch.setenv("DATABASE_URL", url)
-        async with started_tool(root) as tool:
+        async with started_tool(DbTool, root) as tool:
             yield tool
-
-
-@pytest.fixture(autouse=True)
-def _project_modules() -> Iterator[None]:
-    """Tests here boot kernels on temporary roots; leave ``tools.*`` as the next test expects it."""
-    with project_modules_restored():
-        yield

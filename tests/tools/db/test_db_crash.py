@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.kit import PROJECT
-from tests.tools.db.db_fixtures import pg_schema, started_tool
+from tests.conftest import fresh_postgres_schema
+from tests.kit import PROJECT, started_tool
+from tools.db.db_tool import DbTool
 
 CRASHING_WRITER = textwrap.dedent(
     """
@@ -47,7 +48,7 @@ async def database(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPat
         monkeypatch.setenv("DATABASE_URL", "sqlite:///data/crash.db")
         yield
         return
-    async with pg_schema() as url:
+    async with fresh_postgres_schema() as url:
         monkeypatch.setenv("DATABASE_URL", url)
         yield
 
@@ -74,7 +75,7 @@ async def test_a_process_killed_inside_a_transaction_leaves_nothing_half_written
         process.send_signal(signal.SIGKILL)
         await process.wait()
     assert process.returncode == -signal.SIGKILL
-    async with started_tool(root) as db:
+    async with started_tool(DbTool, root) as db:
         if db.dialect == "sqlite":
             assert await db.scalar("PRAGMA integrity_check") == "ok"
         rows = await db.query("SELECT batch, count(*) AS n FROM items GROUP BY batch")

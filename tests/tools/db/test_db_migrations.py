@@ -10,8 +10,10 @@ from pathlib import Path
 import pytest
 
 from core import Kernel
-from tests.kit import booted, write
-from tests.tools.db.db_fixtures import linked_root, new_tool, pg_schema, started_tool, write_migration
+from tests.conftest import fresh_postgres_schema
+from tests.kit import booted, bound_tool, make_root, started_tool, write
+from tests.tools.db.db_fixtures import write_migration
+from tools.db.db_tool import DbTool
 from tools.db.errors import MigrationError
 from tools.db.migrations import Migration, discover, order
 
@@ -102,7 +104,7 @@ async def engine(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
         monkeypatch.setenv("DATABASE_URL", "sqlite:///data/migrations.db")
         yield "sqlite"
         return
-    async with pg_schema() as url:
+    async with fresh_postgres_schema() as url:
         monkeypatch.setenv("DATABASE_URL", url)
         yield "postgres"
 
@@ -118,12 +120,12 @@ async def test_each_file_is_applied_once_and_recorded_with_its_checksum(engine: 
     write_migration(
         root, "shop/001_items.sql", "CREATE TABLE items (name TEXT);\nINSERT INTO items VALUES ('seed');"
     )
-    async with started_tool(root) as db:
+    async with started_tool(DbTool, root) as db:
         records = await db.query("SELECT name, checksum FROM keel_migrations")
         assert [r["name"] for r in records] == ["shop/001_items.sql"]
         assert len(records[0]["checksum"]) == 64
     write_migration(root, "shop/002_more.sql", "INSERT INTO items VALUES ('second');")
-    async with started_tool(root) as db:
+    async with started_tool(DbTool, root) as db:
         assert await db.query("SELECT name FROM items ORDER BY name") == [
             {"name": "second"},
             {"name": "seed"},
@@ -133,13 +135,13 @@ async def test_each_file_is_applied_once_and_recorded_with_its_checksum(engine: 
 
 async def test_an_applied_file_that_changed_stops_the_boot(engine: str, root: Path) -> None:
     path = write_migration(root, "shop/001_items.sql", "CREATE TABLE items (name TEXT);\n")
-    async with started_tool(root):
+    async with started_tool(DbTool, root):
         pass
     path.write_bytes(b"CREATE TABLE items (name TEXT);\r\n")  # converted line endings are not a change
-    async with started_tool(root):
+    async with started_tool(DbTool, root):
         pass
     path.write_text("CREATE TABLE items (name TEXT, price INTEGER);\n")
-    tool = new_tool(root)
+    tool = bound_tool(DbTool, root)
     with pytest.raises(MigrationError, match=r"applied migration changed on disk: shop/001_items.sql"):
         await tool.setup()
     with pytest.raises(Exception, match="db did not start"):  # and it stays down, however often it is called
@@ -154,9 +156,9 @@ async def test_a_failing_file_is_rolled_back_whole_and_not_recorded(engine: str,
     with pytest.raises(
         MigrationError, match=r"shop/002_bad.sql: statement 2 \(line 3\) failed: undefined_table"
     ):
-        await new_tool(root).setup()
+        await bound_tool(DbTool, root).setup()
     (root / "migrations" / "shop" / "002_bad.sql").unlink()
-    async with started_tool(root) as db:
+    async with started_tool(DbTool, root) as db:
         assert await db.query("SELECT name FROM keel_migrations") == [{"name": "shop/001_ok.sql"}]
         assert await db.scalar("SELECT count(*) FROM ok") == 0
         with pytest.raises(Exception, match="undefined_table"):
@@ -168,7 +170,7 @@ async def test_transaction_control_in_a_file_is_refused(engine: str, root: Path)
         root, "shop/001_tx.sql", "CREATE TABLE a (x INTEGER);\nBEGIN;\nCREATE TABLE b (x INTEGER);\nCOMMIT;"
     )
     with pytest.raises(MigrationError, match=r"shop/001_tx.sql: statement 2 \(line 2\) is BEGIN"):
-        await new_tool(root).setup()
+        await bound_tool(DbTool, root).setup()
 
 
 async def test_a_missing_dependency_stops_the_boot(engine: str, root: Path) -> None:
@@ -176,7 +178,7 @@ async def test_a_missing_dependency_stops_the_boot(engine: str, root: Path) -> N
         root, "orders/001_orders.sql", "-- depends: users/001_users.sql\nCREATE TABLE o (x INTEGER);"
     )
     with pytest.raises(MigrationError, match="depends on users/001_users.sql, which does not exist"):
-        await new_tool(root).setup()
+        await bound_tool(DbTool, root).setup()
 
 
 async def test_dependencies_decide_the_order_across_domains(engine: str, root: Path) -> None:
@@ -187,7 +189,7 @@ async def test_dependencies_decide_the_order_across_domains(engine: str, root: P
         "CREATE TABLE invoices (id INTEGER PRIMARY KEY, user_id INTEGER NOT NULL REFERENCES users (id));",
     )
     write_migration(root, "users/001_users.sql", "CREATE TABLE users (id INTEGER PRIMARY KEY);")
-    async with started_tool(root) as db:
+    async with started_tool(DbTool, root) as db:
         assert await db.scalar("SELECT count(*) FROM invoices") == 0
 
 
@@ -196,7 +198,7 @@ async def test_concurrent_boots_on_one_database_apply_each_file_once(engine: str
         root, "demo/001_runs.sql", "CREATE TABLE runs (id INTEGER);\nINSERT INTO runs VALUES (1);\n"
     )
     write_migration(root, "demo/002_again.sql", "INSERT INTO runs VALUES (2);\n")
-    tools = [new_tool(root) for _ in range(4)]
+    tools = [bound_tool(DbTool, root) for _ in range(4)]
     try:
         await asyncio.gather(*(tool.setup() for tool in tools))
         assert await tools[0].query("SELECT id FROM runs ORDER BY id") == [{"id": 1}, {"id": 2}]
@@ -242,7 +244,7 @@ async def test_scripts_with_triggers_strings_and_comments_are_split_correctly(
     engine: str, root: Path
 ) -> None:
     write_migration(root, "notes/001_notes.sql", _SQLITE_SCRIPT if engine == "sqlite" else _POSTGRES_SCRIPT)
-    async with started_tool(root) as db:
+    async with started_tool(DbTool, root) as db:
         assert await db.query("SELECT body, size FROM notes") == [
             {"body": "semi;colon -- not a comment", "size": "long"}
         ]
@@ -254,7 +256,7 @@ async def test_scripts_with_triggers_strings_and_comments_are_split_correctly(
 
 async def test_migrations_run_before_plugins_boot(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DATABASE_URL", "sqlite:///data/app.db")
-    root = linked_root(tmp_path)
+    root = make_root(tmp_path, tools=("db",))
     write_migration(root, "demo/001_greetings.sql", "CREATE TABLE greetings (text TEXT);")
     write(
         root,
@@ -279,7 +281,7 @@ def test_migrate_command_applies_and_reports_a_broken_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setenv("DATABASE_URL", "sqlite:///data/app.db")
-    root = linked_root(tmp_path)
+    root = make_root(tmp_path, tools=("db",))
     write_migration(root, "demo/001_ok.sql", "CREATE TABLE ok (x INTEGER);")
     assert Kernel(root).run(["migrate"]) == 0
     assert (root / "data" / "app.db").is_file()

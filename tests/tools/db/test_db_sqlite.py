@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.tools.db.db_fixtures import new_tool, started_tool
+from tests.kit import bound_tool, started_tool
 from tools.db import sqlite as sqlite_engine
 from tools.db.db_tool import DbTool
 from tools.db.errors import DatabaseError, DatabaseUnavailableError, DbErrorKind
@@ -25,7 +25,7 @@ def root(tmp_path: Path) -> Path:
 @pytest.fixture
 async def db(root: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[DbTool]:
     monkeypatch.setenv("DATABASE_URL", "sqlite:///data/test.db")
-    async with started_tool(root) as tool:
+    async with started_tool(DbTool, root) as tool:
         await tool.execute("CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT NOT NULL)")
         yield tool
 
@@ -37,7 +37,7 @@ async def test_default_database_is_created_under_the_project_root(
     root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("DATABASE_URL", raising=False)
-    async with started_tool(root) as db:
+    async with started_tool(DbTool, root) as db:
         assert db.dialect == "sqlite"
         assert await db.scalar("SELECT 1") == 1
     assert (root / "data" / "keel.db").is_file()
@@ -47,12 +47,12 @@ async def test_relative_and_absolute_paths(
     root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("DATABASE_URL", "sqlite:///nested/dir/app.db")
-    async with started_tool(root):
+    async with started_tool(DbTool, root):
         pass
     assert (root / "nested" / "dir" / "app.db").is_file()
     absolute = tmp_path / "elsewhere" / "abs.db"
     monkeypatch.setenv("DATABASE_URL", f"sqlite:///{absolute}")
-    async with started_tool(root):
+    async with started_tool(DbTool, root):
         pass
     assert absolute.is_file()
 
@@ -69,7 +69,7 @@ async def test_a_bad_url_fails_setup_with_what_to_write(
 ) -> None:
     monkeypatch.setenv("DATABASE_URL", url)
     with pytest.raises(ValueError, match="DATABASE_URL") as caught:
-        await new_tool(root).setup()
+        await bound_tool(DbTool, root).setup()
     assert fragment in str(caught.value)
 
 
@@ -84,14 +84,14 @@ async def test_unopenable_file_is_unavailable(root: Path, monkeypatch: pytest.Mo
     (root / "data").write_text("a file where the folder should be")
     monkeypatch.setenv("DATABASE_URL", "sqlite:///data/keel.db")
     with pytest.raises(DatabaseUnavailableError):
-        await new_tool(root).setup()
+        await bound_tool(DbTool, root).setup()
 
 
 async def test_memory_database_serialises_readers_behind_the_writer(
     monkeypatch: pytest.MonkeyPatch, root: Path
 ) -> None:
     monkeypatch.setenv("DATABASE_URL", "sqlite:///:memory:")
-    async with started_tool(root) as db:
+    async with started_tool(DbTool, root) as db:
         await db.execute("CREATE TABLE items (id INTEGER PRIMARY KEY)")
         inside, release = asyncio.Event(), asyncio.Event()
 
@@ -129,7 +129,7 @@ async def test_a_child_task_cannot_write_while_its_parent_holds_the_transaction(
 ) -> None:
     monkeypatch.setenv("DATABASE_URL", "sqlite:///data/test.db")
     monkeypatch.setenv("DB_BUSY_TIMEOUT", "0.2")
-    async with started_tool(root) as db:
+    async with started_tool(DbTool, root) as db:
         await db.execute("CREATE TABLE items (id INTEGER PRIMARY KEY)")
         with pytest.raises(DatabaseError) as caught:
             async with db.transaction():
@@ -168,7 +168,7 @@ async def test_busy_is_retried_with_backoff_until_the_lock_is_free(
 ) -> None:
     monkeypatch.setenv("DATABASE_URL", "sqlite:///data/test.db")
     monkeypatch.setenv("DB_BUSY_TIMEOUT", "0.01")
-    async with started_tool(root) as db:
+    async with started_tool(DbTool, root) as db:
         await db.execute("CREATE TABLE items (id INTEGER PRIMARY KEY)")
         other = sqlite3.connect(root / "data" / "test.db", isolation_level=None, check_same_thread=False)
         other.execute("BEGIN IMMEDIATE")
@@ -188,7 +188,7 @@ async def test_busy_is_retried_with_backoff_until_the_lock_is_free(
 async def test_busy_beyond_the_retries_is_a_busy_error(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DATABASE_URL", "sqlite:///data/test.db")
     monkeypatch.setenv("DB_BUSY_TIMEOUT", "0.01")
-    async with started_tool(root) as db:
+    async with started_tool(DbTool, root) as db:
         await db.execute("CREATE TABLE items (id INTEGER PRIMARY KEY)")
         waits: list[int] = []
         monkeypatch.setattr(sqlite_engine, "_backoff", waits.append)

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 
 import pytest
 
-from tests.tools.db.db_fixtures import project_modules_restored
 from tools.event_bus.event_bus_tool import EventBusTool
 
 
@@ -18,10 +17,3 @@ async def event_bus(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[EventBusTo
     await bus.setup()
     yield bus
     await bus.shutdown()
-
-
-@pytest.fixture(autouse=True)
-def _project_modules() -> Iterator[None]:
-    """Tests here boot kernels on temporary roots; leave ``tools.*`` as the next test expects it."""
-    with project_modules_restored():
-        yield

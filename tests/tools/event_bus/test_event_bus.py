@@ -15,8 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from core.context import bound, current_event_id_var, current_identity_var, current_plugin_var
-from tests.kit import booted, write
-from tests.tools.db.db_fixtures import linked_root
+from tests.kit import booted, make_root, write
 from tools.event_bus import event_bus_tool
 from tools.event_bus.errors import EventNoReplyError, EventPayloadError, EventRequestTimeout
 from tools.event_bus.event_bus_tool import EventBusTool
@@ -441,7 +440,7 @@ async def test_shutdown_cancels_what_does_not_finish_in_time(
 
 
 async def test_a_plugin_unloaded_by_the_kernel_loses_its_subscriptions(tmp_path: Path) -> None:
-    root = linked_root(tmp_path, tools=("event_bus",))
+    root = make_root(tmp_path, tools=("event_bus",))
     write(
         root,
         "domains/shop/plugins/orders.py",
