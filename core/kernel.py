@@ -262,7 +262,7 @@ class Kernel:
             if name == CONTAINER_PARAMETER:
                 kwargs[name] = self.container
             elif name == TASKS_PARAMETER:
-                kwargs[name] = tasks = PluginTasks(plugin_id, asyncio.get_running_loop())
+                kwargs[name] = tasks = PluginTasks(plugin_id, asyncio.get_running_loop(), owner=owner)
             elif self.container.has(name):
                 kwargs[name] = self.container.get(name)
             elif required:

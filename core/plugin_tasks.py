@@ -3,7 +3,8 @@
 A plugin asks for them by naming an ``__init__`` parameter ``tasks`` (a reserved name, like
 ``container``) and calls ``self.tasks.start(self.poll())``. Each task:
 
-- runs with ``current_plugin_var`` set to the plugin's ``<domain>.<Class>`` and
+- runs with ``current_plugin_var`` set to the plugin's owner (``<domain>.<Class>``, or its staging
+  owner while a new version boots, switched to ``<domain>.<Class>`` when it is promoted) and
   ``current_identity_var`` to ``<domain>.<Class>.<coroutine name>``, so what it logs is attributed
   to the plugin and what it registers belongs to it;
 - is logged with that identity if it fails (a task nobody awaits must not fail silently);
@@ -36,10 +37,11 @@ THREAD_HANDOFF_TIMEOUT = 30.0
 class PluginTasks:
     """The tracked background tasks of one plugin instance."""
 
-    def __init__(self, plugin_id: str, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, plugin_id: str, loop: asyncio.AbstractEventLoop, *, owner: str | None = None) -> None:
         self.plugin_id = plugin_id
+        self.owner = owner or plugin_id
         self._loop = loop
-        self._tasks: set[asyncio.Task[Any]] = set()
+        self._tasks: dict[asyncio.Task[Any], contextvars.Context] = {}
         self._closed = False
 
     def start(self, coro: Coroutine[Any, Any, Any], *, name: str | None = None) -> asyncio.Task[Any]:
@@ -67,6 +69,17 @@ class PluginTasks:
             raise RuntimeError(f"{self.plugin_id}: the event loop is closed; no task was started") from None
         return handoff.result(timeout=THREAD_HANDOFF_TIMEOUT)
 
+    def adopt(self, owner: str) -> None:
+        """The plugin now registers as ``owner`` (a new version was promoted): so do its tasks.
+
+        A task started while its version was staged registered under the staging owner; what it
+        registers from now on must belong to the promoted plugin, or the next swap would drop it.
+        Called on the loop thread, where every task is suspended, so each task's own context can be
+        updated in place."""
+        self.owner = owner
+        for context in self._tasks.values():
+            context.run(current_plugin_var.set, owner)
+
     @property
     def running(self) -> int:
         """How many of the plugin's tasks have not finished yet."""
@@ -92,14 +105,14 @@ class PluginTasks:
             raise RuntimeError(f"{self.plugin_id} is unloaded; it cannot start background tasks")
         label = getattr(coro, "__name__", "task")
         context = contextvars.copy_context()
-        context.run(_enter, self.plugin_id, f"{self.plugin_id}.{label}")
+        context.run(_enter, self.owner, f"{self.plugin_id}.{label}")
         task = self._loop.create_task(coro, name=name or f"{self.plugin_id}.{label}", context=context)
-        self._tasks.add(task)
+        self._tasks[task] = context
         task.add_done_callback(self._finished)
         return task
 
     def _finished(self, task: asyncio.Task[Any]) -> None:
-        self._tasks.discard(task)
+        self._tasks.pop(task, None)
         if task.cancelled():
             return
         error = task.exception()

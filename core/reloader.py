@@ -357,6 +357,8 @@ class PluginHost:
                     release(running.owner)
             except Exception:
                 log.exception("tool %s: handing %s over to its new version raised", tool.name, plugin_id)
+        if new.tasks is not None:
+            new.tasks.adopt(plugin_id)
         kernel.plugins[plugin_id] = new
         kernel.registry.register_plugin(
             plugin_id,

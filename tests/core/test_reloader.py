@@ -453,7 +453,9 @@ async def test_background_tasks_stop_with_their_version(root: Path, kind: str) -
 
         await apply(kernel, write(root, "domains/demo/plugins/ticker.py", ticker(2, kind=kind)))
         assert "tick 1 cancelled" in journal and first.running == 0
-        await wait_for(lambda: "tick 2 as demo.Ticker demo.Ticker.tick" in journal)
+        # Started while version 2 was staged, so it ran as the staging owner until promotion.
+        await wait_for(lambda: any(n.startswith("tick 2 as demo.Ticker#staging-") for n in journal))
+        assert kernel.plugins["demo.Ticker"].tasks.owner == "demo.Ticker"  # type: ignore[union-attr]
 
         await apply(
             kernel,
@@ -678,3 +680,42 @@ async def test_two_hundred_reloads_leave_nothing_behind(
             # What remains is the running version (64 KiB of it is its payload) and bounded caches
             # still filling; one leaked instance per reload would be 200 x 64 KiB = 12.5 MiB.
             assert grown < 1024 * 1024, f"{grown} bytes more after 200 reloads"
+
+
+PINNING_TASK_PLUGIN = """
+    import asyncio
+    from core import BasePlugin
+
+
+    class Pinner(BasePlugin):
+        def __init__(self, board, tasks):
+            self.board = board
+            self.tasks = tasks
+            self.go = asyncio.Event()
+
+        async def on_boot(self):
+            self.tasks.start(self.pin_later())
+
+        async def pin_later(self):
+            await self.go.wait()
+            self.board.pin("pin", {version})
+"""
+
+
+async def test_what_a_task_registers_after_its_version_is_promoted_belongs_to_the_plugin(root: Path) -> None:
+    path = write(root, "domains/demo/plugins/pinner.py", PINNING_TASK_PLUGIN.replace("{version}", "1"))
+    async with booted(root) as kernel:
+        kernel.plugins["demo.Pinner"].instance.go.set()  # type: ignore[attr-defined]
+        await wait_for(lambda: board(kernel).read("pin") == 1)
+        await apply(
+            kernel,
+            write(root, path.relative_to(root).as_posix(), PINNING_TASK_PLUGIN.replace("{version}", "2")),
+        )
+        kernel.plugins["demo.Pinner"].instance.go.set()  # type: ignore[attr-defined]
+        await wait_for(lambda: board(kernel).read("pin") == 2)
+        assert board(kernel).live["pin"] == ("demo.Pinner", 2)
+        await apply(
+            kernel,
+            write(root, path.relative_to(root).as_posix(), PINNING_TASK_PLUGIN.replace("{version}", "3")),
+        )
+        assert board(kernel).read("pin") is None  # version 2's pin went with version 2
