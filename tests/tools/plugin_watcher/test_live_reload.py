@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.kit import write
+from tests.kit import until, write
 from tests.tools.plugin_watcher.watch_kit import (
     PING,
     RequestLoop,
@@ -23,7 +23,6 @@ from tests.tools.plugin_watcher.watch_kit import (
     dump,
     items,
     plugin_file,
-    until,
     watched_root,
     watching,
 )

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.kit import booted, write
-from tests.tools.plugin_watcher.watch_kit import answers, dump, items, until, watched_root, watching
+from tests.kit import booted, until, write
+from tests.tools.plugin_watcher.watch_kit import answers, dump, items, watched_root, watching
 
 
 @pytest.fixture

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from core import Kernel
-from tests.kit import make_root, serving
+from tests.kit import make_root, serving, until
 
 BOUND = 15.0
 """Seconds a change may take to show (the watcher's batching plus a reload); only a failure waits it out."""
@@ -81,21 +81,6 @@ async def watching(root: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator
             await watcher.wait_until_watching()  # type: ignore[attr-defined]
         assert watcher.watching  # type: ignore[attr-defined]
         yield kernel, base_url
-
-
-async def until(condition: Callable[[], Awaitable[bool] | bool], what: str, limit: float = BOUND) -> None:
-    """Poll ``condition`` (sync or async) until it holds; fail naming ``what`` after ``limit`` seconds."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + limit
-    while True:
-        result = condition()
-        if not isinstance(result, bool):
-            result = await result
-        if result:
-            return
-        if loop.time() > deadline:
-            raise AssertionError(f"{what}: still not the case after {limit}s")
-        await asyncio.sleep(0.01)
 
 
 async def answers(base_url: str, path: str, expected: Any) -> bool:
