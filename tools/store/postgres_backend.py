@@ -1,15 +1,18 @@
 """``postgresql://...``: the store in a PostgreSQL table, shared by every Keel process.
 
 The same table as on SQLite, ``keel_store (scope, k, value, expires_at)``, created on first use
-(``CREATE TABLE IF NOT EXISTS``); ``value`` is the JSON text exactly as encoded (``TEXT``, so it
-reads back byte for byte) and ``expires_at`` a unix time. Reads and plain writes are one statement
-on a pooled connection. A read-modify-write (``add``, ``append``, ``increment``) runs in a
-transaction that locks the row (``SELECT ... FOR UPDATE``); when the row does not exist yet it is
-inserted with ``ON CONFLICT DO NOTHING``, and if another process inserted it first the row is read
-again, now locked, so concurrent increments from several processes never lose an update.
+(``CREATE TABLE IF NOT EXISTS`` under an advisory lock, so processes booting together on a fresh
+database do not collide in PostgreSQL's catalog); ``value`` is the JSON text exactly as encoded
+(``TEXT``, so it reads back byte for byte) and ``expires_at`` a unix time. Reads and plain writes
+are one statement on a pooled connection. A read-modify-write (``add``, ``append``, ``increment``)
+runs in a transaction that locks the row (``SELECT ... FOR UPDATE``); when the row does not exist
+yet it is inserted with ``ON CONFLICT DO NOTHING``, and if another process inserted it first the
+row is read again, now locked, so concurrent increments from several processes never lose an
+update.
 
-A server that cannot be reached, or a connection lost mid-call, is ``StoreBackendUnavailable``;
-the pool reconnects on the next call.
+A server that cannot be reached, a connection lost mid-call, or a server that refuses to create
+the table (no schema to create it in, no privilege) is ``StoreBackendUnavailable``; the next call
+connects (and tries the table) again.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ CREATE TABLE IF NOT EXISTS keel_store (
     PRIMARY KEY (scope, k)
 )
 """
+CREATE_LOCK = "SELECT pg_advisory_xact_lock(hashtext('keel_store:' || current_schema()))"
 SELECT = "SELECT value, expires_at FROM keel_store WHERE scope = $1 AND k = $2"
 LOCK = SELECT + " FOR UPDATE"
 UPSERT = (
@@ -75,8 +79,16 @@ class PostgresBackend:
             except (*_UNAVAILABLE, asyncpg.PostgresError) as exc:
                 raise StoreBackendUnavailable(f"cannot connect to the store's PostgreSQL: {exc}") from exc
             try:
-                async with pool.acquire() as connection:
+                async with pool.acquire() as connection, connection.transaction():
+                    # Concurrent CREATE TABLE IF NOT EXISTS can still collide in PostgreSQL's
+                    # catalog when several processes boot together: take turns.
+                    await connection.execute(CREATE_LOCK)
                     await connection.execute(SCHEMA)
+            except (*_UNAVAILABLE, asyncpg.PostgresError) as exc:
+                await pool.close()
+                raise StoreBackendUnavailable(
+                    f"the store's PostgreSQL cannot create its table: {exc}"
+                ) from exc
             except BaseException:
                 await pool.close()
                 raise
