@@ -8,6 +8,9 @@ one run (in any process) are serialised while different runs never wait for each
 reads the latest version, refuses a version that is not above it, inserts and prunes to the
 newest ``keep``.
 
+A server that cannot be reached, or that refuses to create the table (no schema to create it in,
+no privilege), is ``CheckpointUnavailableError``; the next call connects (and tries the table) again.
+
 ``JSONB`` keeps the document, not its spelling: object keys may come back in another order, and a
 string holding ``\\u0000`` cannot be stored (refused as ``CheckpointEncodeError``).
 """
@@ -68,6 +71,11 @@ class PostgresBackend:
                     # catalog when several processes boot together: take turns.
                     await connection.execute(CREATE_LOCK)
                     await connection.execute(SCHEMA)
+            except (*_UNAVAILABLE, asyncpg.PostgresError) as exc:
+                await pool.close()
+                raise CheckpointUnavailableError(
+                    f"the checkpoints' PostgreSQL cannot create its table: {exc}"
+                ) from exc
             except BaseException:
                 await pool.close()
                 raise
