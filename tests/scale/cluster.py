@@ -138,6 +138,7 @@ class Cluster:
     root: Path
     env: dict[str, str]
     processes: dict[str, KeelProcess] = field(default_factory=dict)
+    killed: set[str] = field(default_factory=set)
 
     @classmethod
     def environment(cls, settings: dict[str, str]) -> dict[str, str]:
@@ -153,6 +154,15 @@ class Cluster:
         for process in started:
             process.wait_serving()
         return started
+
+    def kill(self, name: str) -> None:
+        """SIGKILL one process (see :meth:`KeelProcess.kill`)."""
+        self.processes[name].kill()
+        self.killed.add(name)
+
+    def clean_exits(self) -> dict[str, int]:
+        """The exit codes a clean :meth:`stop_all` gives: 0, and -9 for the processes killed."""
+        return {name: -signal.SIGKILL if name in self.killed else 0 for name in self.processes}
 
     def __getitem__(self, name: str) -> KeelProcess:
         return self.processes[name]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -10,6 +11,7 @@ import asyncpg
 import httpx
 
 from tests.scale.cluster import Cluster
+from tests.scale.scale_root import migration_files
 
 
 async def rows(database_url: str, sql: str, *args: Any) -> list[dict[str, Any]]:
@@ -44,3 +46,21 @@ async def post_json(url: str, path: str, body: dict[str, Any]) -> Any:
         response = await client.post(path, json=body)
         assert response.status_code < 300, (response.status_code, response.text)
         return response.json()
+
+
+async def migrations_applied_once(cluster: Cluster, database_url: str) -> None:
+    """Every migration file ran exactly once although the processes booted together: each file is
+    recorded once, its own insert ran once, and the processes' counts of files applied at their
+    boot add up to the number of files."""
+    files = migration_files(cluster.root)
+    runs = await rows(database_url, "SELECT migration FROM scale_migration_runs")
+    recorded = await rows(database_url, "SELECT name FROM keel_migrations ORDER BY name")
+    assert sorted(r["migration"] for r in runs) == [f for f in files if f.startswith("scaletest/")]
+    assert [r["name"] for r in recorded] == files
+    applied_here = []
+    for process in cluster.live():
+        message = (await get_json(process.url, "/system/status"))["tools"]["db"]["message"]
+        found = re.search(r"(\d+) migration\(s\) applied at this boot", message)
+        assert found, message
+        applied_here.append(int(found.group(1)))
+    assert sum(applied_here) == len(files), applied_here

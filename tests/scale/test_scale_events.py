@@ -9,7 +9,6 @@ which of its backends are shared.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,8 +19,7 @@ import redis.asyncio as aioredis
 
 from tests.scale.cluster import Cluster
 from tests.scale.conftest import MAX_ATTEMPTS, ScaleServices, build_cluster
-from tests.scale.probe import get_json, post_json, rows, until
-from tests.scale.scale_root import migration_files
+from tests.scale.probe import get_json, migrations_applied_once, post_json, rows, until
 
 pytestmark = pytest.mark.services
 
@@ -34,7 +32,7 @@ def cluster(cluster_dir: Path, scale_services: ScaleServices) -> Iterator[Cluste
         yield cluster
     finally:
         exits = cluster.stop_all()
-    assert exits == {"p1": 0, "p2": 0}, cluster.output()
+    assert exits == cluster.clean_exits(), cluster.output()
 
 
 async def deliveries(services: ScaleServices, name: str, event_ids: list[str]) -> list[dict[str, Any]]:
@@ -59,17 +57,7 @@ async def pending(services: ScaleServices, event: str, group: str) -> int:
 async def test_processes_booting_together_apply_each_migration_once(
     cluster: Cluster, scale_services: ScaleServices
 ) -> None:
-    runs = await rows(scale_services.database_url, "SELECT migration FROM scale_migration_runs")
-    recorded = await rows(scale_services.database_url, "SELECT name FROM keel_migrations ORDER BY name")
-    assert sorted(r["migration"] for r in runs) == ["scaletest/001_scale.sql", "scaletest/002_slow.sql"]
-    assert [r["name"] for r in recorded] == migration_files(cluster.root)
-    applied_here = []
-    for process in cluster.live():
-        message = (await get_json(process.url, "/system/status"))["tools"]["db"]["message"]
-        found = re.search(r"(\d+) migration\(s\) applied at this boot", message)
-        assert found, message
-        applied_here.append(int(found.group(1)))
-    assert sum(applied_here) == len(migration_files(cluster.root))  # each file by exactly one process
+    await migrations_applied_once(cluster, scale_services.database_url)
 
 
 async def test_an_event_reaches_every_group_once_whichever_process_publishes(

@@ -23,7 +23,9 @@ declared), ``AGENTS_CANCEL_GRACE_SECONDS`` (5: how long a cancelled run may take
 point before its task is cancelled), ``AGENTS_EVENTS_POLL_SECONDS`` (1: how often a stream of a run
 running in another process re-reads its checkpoint), ``AGENTS_MODEL_RETRIES`` (3 attempts for a
 model call that fails transiently before its first token), ``AGENTS_TOOL_RECORD_TTL_SECONDS``
-(one week: how long a tool result is kept for a resumed run).
+(one week: how long a tool result is kept for a resumed run), ``AGENT_RUN_LEASE_SECONDS`` (15: how
+long a process's claim on a run it executes lasts without renewal; when several processes share
+the database, a run whose process was killed is taken over by another within about that long).
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from core.settings import env_float
 from domains.agents.models.runs import StartRunRequest
 from domains.agents.runs.catalog import catalog_for
 from domains.agents.runs.execution import RunServices
-from domains.agents.runs.index import RunIndex
+from domains.agents.runs.index import DEFAULT_LEASE_SECONDS, RunIndex
 from domains.agents.runs.manager import RunManager, RunSettings
 from domains.agents.runs.tracing import trace_for
 
@@ -53,7 +55,7 @@ class AgentRunsPlugin(BasePlugin):
         self.catalog = catalog_for(container)
         self.manager = RunManager(
             catalog=self.catalog,
-            index=RunIndex(db),
+            index=RunIndex(db, lease_seconds=_lease_seconds()),
             services=RunServices(
                 checkpoint=checkpoint,
                 store=store,
@@ -65,6 +67,7 @@ class AgentRunsPlugin(BasePlugin):
                 resume_wait=env_float("AGENTS_RESUME_WAIT_SECONDS", 30.0),
                 cancel_grace=env_float("AGENTS_CANCEL_GRACE_SECONDS", 5.0),
                 poll=env_float("AGENTS_EVENTS_POLL_SECONDS", 1.0) or 1.0,
+                lease=_lease_seconds(),
             ),
         )
 
@@ -136,6 +139,13 @@ class AgentRunsPlugin(BasePlugin):
         """Ask the run to stop; 409 if it has already ended."""
         with _answerable():
             return await self.manager.cancel(data["run_id"])
+
+
+def _lease_seconds() -> float:
+    lease = env_float("AGENT_RUN_LEASE_SECONDS", DEFAULT_LEASE_SECONDS)
+    if lease <= 0:
+        raise ValueError(f"AGENT_RUN_LEASE_SECONDS must be above 0, got {lease:g}")
+    return lease
 
 
 @contextmanager

@@ -1,28 +1,64 @@
-"""The ``agent_runs`` table (``migrations/agents``): which runs exist, and which may need work.
+"""The ``agent_runs`` table (``migrations/agents``): which runs exist, which may need work, and who
+is running each one (its lease).
 
-A run's state is its checkpoints; this table only lets a process that boots find the runs that
-were in flight when the previous one stopped (a checkpoint store cannot be listed). Rows are
-written when a run starts and updated when it ends; a process that dies in between leaves the row
-``running``, which is exactly what the next boot looks for. The checkpoint is the authority: a row
-that says ``running`` for a run whose latest checkpoint is terminal is simply caught up.
+A run's state is its checkpoints; this table lets a process find the runs that are in flight (a
+checkpoint store cannot be listed) and decides which process runs each of them. Rows are written
+when a run starts and updated when it ends; a process that dies in between leaves the row
+``running``. The checkpoint is the authority on the run itself: a row that says ``running`` for a
+run whose latest checkpoint is terminal is simply caught up.
+
+**Leases.** The process running a run holds its lease: ``owner`` (this process's id) and
+``lease_expires_at``, ``lease_seconds`` ahead. It renews the leases of the runs it executes; a
+process that dies stops renewing, and once the lease has expired any process may claim the run
+with one conditional ``UPDATE`` (on both engines only one such update can match the row, so one
+process wins). A process that stops cleanly releases its leases, so others take over at once.
+Times are the database's clock (``now`` below), never the processes', so hosts whose clocks
+disagree still agree on whether a lease has expired.
 """
 
 from __future__ import annotations
 
+import os
+import socket
 import time
+import uuid
+from collections.abc import Iterable
 from typing import Any
 
 RUNNING = "running"
+DEFAULT_LEASE_SECONDS = 15.0
+
+# The database's clock, in unix seconds, per ``db.dialect``.
+_NOW = {
+    "postgres": "EXTRACT(EPOCH FROM clock_timestamp())::double precision",
+    "sqlite": "((julianday('now') - 2440587.5) * 86400.0)",
+}
+_CLAIMABLE = "status = 'running' AND (owner IS NULL OR lease_expires_at IS NULL OR lease_expires_at < {now})"
+
+
+def process_owner() -> str:
+    """This process's lease owner id: ``<host>:<pid>:<random>`` (unique across restarts)."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
 
 
 class RunIndex:
-    def __init__(self, db: Any) -> None:
+    def __init__(
+        self, db: Any, *, owner: str | None = None, lease_seconds: float = DEFAULT_LEASE_SECONDS
+    ) -> None:
         self._db = db
+        self.owner = owner or process_owner()
+        self.lease_seconds = lease_seconds
+
+    @property
+    def _now(self) -> str:
+        return _NOW.get(str(self._db.dialect), _NOW["sqlite"])
 
     async def add(self, run_id: str, agent: str, created_at: float) -> None:
+        """Index a new run, leased to this process."""
         await self._db.execute(
-            "INSERT INTO agent_runs (id, agent, status, created_at, updated_at) VALUES ($1, $2, $3, $4, $4)",
-            [run_id, agent, RUNNING, created_at],
+            "INSERT INTO agent_runs (id, agent, status, created_at, updated_at, owner, lease_expires_at) "
+            f"VALUES ($1, $2, $3, $4, $4, $5, {self._now} + $6)",
+            [run_id, agent, RUNNING, created_at, self.owner, self.lease_seconds],
         )
 
     async def set_status(self, run_id: str, status: str) -> None:
@@ -33,11 +69,58 @@ class RunIndex:
     async def remove(self, run_id: str) -> None:
         await self._db.execute("DELETE FROM agent_runs WHERE id = $1", [run_id])
 
-    async def in_flight(self) -> list[str]:
+    # -- leases --------------------------------------------------------------------------------
+
+    async def claimable(self) -> list[tuple[str, str]]:
+        """``(run id, agent)`` of the runs in flight that nobody holds a live lease on, oldest first."""
         rows = await self._db.query(
-            "SELECT id FROM agent_runs WHERE status = $1 ORDER BY created_at", [RUNNING]
+            f"SELECT id, agent FROM agent_runs WHERE {_CLAIMABLE.format(now=self._now)} ORDER BY created_at"
         )
-        return [str(row["id"]) for row in rows]
+        return [(str(row["id"]), str(row["agent"])) for row in rows]
+
+    async def claim(self, run_id: str) -> bool:
+        """Take the run's lease if it is still free or expired; True if this process now holds it."""
+        now = self._now
+        taken = await self._db.execute(
+            f"UPDATE agent_runs SET owner = $1, lease_expires_at = {now} + $2 "
+            f"WHERE id = $3 AND {_CLAIMABLE.format(now=now)}",
+            [self.owner, self.lease_seconds, run_id],
+        )
+        return bool(taken)
+
+    async def renew(self, run_ids: Iterable[str]) -> set[str]:
+        """Extend this process's leases on ``run_ids``; the ones it still holds (the others were
+        taken over, or ended elsewhere)."""
+        ids = list(run_ids)
+        if not ids:
+            return set()
+        marks = ", ".join(f"${n}" for n in range(3, len(ids) + 3))
+        await self._db.execute(
+            f"UPDATE agent_runs SET lease_expires_at = {self._now} + $1 "
+            f"WHERE owner = $2 AND status = 'running' AND id IN ({marks})",
+            [self.lease_seconds, self.owner, *ids],
+        )
+        marks = ", ".join(f"${n}" for n in range(2, len(ids) + 2))
+        rows = await self._db.query(
+            f"SELECT id FROM agent_runs WHERE owner = $1 AND status = 'running' AND id IN ({marks})",
+            [self.owner, *ids],
+        )
+        return {str(row["id"]) for row in rows}
+
+    async def release(self, run_ids: Iterable[str] | None = None) -> None:
+        """Give up this process's leases (on ``run_ids``, or all): others may take those runs now."""
+        if run_ids is None:
+            await self._db.execute(
+                "UPDATE agent_runs SET owner = NULL, lease_expires_at = NULL WHERE owner = $1", [self.owner]
+            )
+            return
+        for run_id in run_ids:
+            await self._db.execute(
+                "UPDATE agent_runs SET owner = NULL, lease_expires_at = NULL WHERE owner = $1 AND id = $2",
+                [self.owner, run_id],
+            )
+
+    # -- reading -------------------------------------------------------------------------------
 
     async def recent(self, limit: int, agent: str | None = None) -> list[dict[str, Any]]:
         if agent is None:

@@ -11,14 +11,21 @@ and resuming at boot the runs a previous process left in flight.
   cancellation. A run that is not running here is cancelled by saving a ``cancelled`` checkpoint
   on top of its latest one: if it is running in another process, that process's next save is
   refused and it stops.
-* ``resume_in_flight`` (at boot) continues every indexed run whose latest checkpoint is not
-  terminal, once its agent is declared (waiting up to ``resume_wait`` seconds for the plugin that
-  declares it); a run whose agent never appears is failed, saying so.
-* ``close`` (at shutdown) cancels the tasks and leaves every run as its last checkpoint has it:
-  ``running``, to be resumed by the next process.
+* ``resume_in_flight`` (at boot) claims and continues every indexed run in flight that no live
+  process holds (see leases below), once its agent is declared (waiting up to ``resume_wait``
+  seconds for the plugin that declares it); a run whose agent never appears is failed, saying so.
+* ``close`` (at shutdown) cancels the tasks, leaves every run as its last checkpoint has it
+  (``running``) and releases their leases, so the next process — or another one already running
+  — continues them at once.
 
-Several processes may share the database: the checkpoints arbitrate (a save based on a stale
-version is refused), so two processes that both try to continue one run never both do.
+Several processes may share the database. Each run is leased to the process executing it
+(:mod:`domains.agents.runs.index`): while it runs, the process renews the lease every third of
+``lease`` seconds; a process that finds a lease expired (its holder was killed, or hung longer
+than ``lease``) claims the run — one process wins the claim — and resumes it from its last
+checkpoint. After a claim it only considers runs of agents it declares itself. A process that
+finds it no longer holds the lease of a run it executes (another took it over) cancels that
+run's task. And the checkpoints still arbitrate: a save based on a stale version is refused, so
+two processes that both try to continue one run never both do.
 """
 
 from __future__ import annotations
@@ -40,7 +47,7 @@ from core.state.stores import CheckpointVersionConflict
 from .catalog import AgentCatalog
 from .execution import RunExecution, RunServices
 from .feed import RunFeed, parse_event_id, position_after, sse_item
-from .index import RunIndex
+from .index import DEFAULT_LEASE_SECONDS, RunIndex
 from .record import RunRecord, usage_json
 
 log = logging.getLogger("keel.agents")
@@ -53,6 +60,7 @@ class RunSettings:
     resume_wait: float = 30.0
     cancel_grace: float = 5.0
     poll: float = 1.0
+    lease: float = DEFAULT_LEASE_SECONDS
 
 
 @dataclass(eq=False)
@@ -120,13 +128,16 @@ class RunManager:
             log.warning(
                 "agent run %s moved on elsewhere (%s); this process stops running it", record.run_id, exc
             )
+            await self._quietly(self.index.release([record.run_id]))
         except asyncio.CancelledError:
             live.feed.close()
             raise
         except Exception:
             # The checkpoint could not be saved (its database is down): the run stays as its last
-            # checkpoint has it and the next boot resumes it.
+            # checkpoint has it, and its lease is given up so that it is resumed (here or
+            # elsewhere) once the database is back.
             log.exception("agent run %s stopped: its state could not be saved", record.run_id)
+            await self._quietly(self.index.release([record.run_id]))
         else:
             await self._quietly(self.index.set_status(record.run_id, str(record.status)))
         live.feed.close()
@@ -135,10 +146,18 @@ class RunManager:
 
     # -- resuming ----------------------------------------------------------------------------------
 
-    async def resume_in_flight(self) -> int:
-        """Continue every run the index says may still need work; the number resumed."""
-        run_ids = [run_id for run_id in await self.index.in_flight() if run_id not in self.live]
-        outcomes = await asyncio.gather(*(self._resume(run_id) for run_id in run_ids))
+    async def resume_in_flight(self, *, any_agent: bool = True) -> int:
+        """Claim and continue the runs in flight that nobody holds a live lease on; the number
+        resumed. ``any_agent=False`` leaves runs of agents not declared here to other processes."""
+        claimed: list[str] = []
+        for run_id, agent in await self.index.claimable():
+            if run_id in self.live or self._closing.is_set():
+                continue
+            if not any_agent and self.catalog.get(agent) is None:
+                continue
+            if await self.index.claim(run_id):
+                claimed.append(run_id)
+        outcomes = await asyncio.gather(*(self._resume(run_id) for run_id in claimed))
         return sum(outcomes)
 
     async def _resume(self, run_id: str) -> bool:
@@ -155,6 +174,7 @@ class RunManager:
             record.agent, self.settings.resume_wait
         )
         if run_id in self.live or self._closing.is_set():
+            await self._quietly(self.index.release([run_id]))
             return False
         if spec is None:
             message = f"agent {record.agent!r} is not declared in this service, so the run cannot continue"
@@ -303,8 +323,51 @@ class RunManager:
         task.add_done_callback(self._background.discard)
 
     def start_resuming(self) -> None:
-        """Resume the runs in flight in the background (boot does not wait for them)."""
+        """Resume the runs in flight in the background (boot does not wait for them), then keep
+        this process's leases and take over the runs whose leases expire."""
         self._spawn(self._resume_logged())
+        self._spawn(self._keep_leases())
+
+    async def _keep_leases(self) -> None:
+        interval = max(0.05, self.settings.lease / 3)
+        failing = False
+        while not self._closing.is_set():
+            try:
+                async with asyncio.timeout(interval):
+                    await self._closing.wait()
+                return
+            except TimeoutError:
+                pass
+            try:
+                await self._renew_leases()
+                count = await self.resume_in_flight(any_agent=False)
+            except Exception as exc:
+                if not failing:
+                    log.warning("agents: keeping leases failed (%s); trying again", exc)
+                failing = True
+                continue
+            if failing:
+                log.info("agents: keeping leases works again")
+            failing = False
+            if count:
+                log.info("agents: took over %d run(s) whose process stopped renewing its lease", count)
+
+    async def _renew_leases(self) -> None:
+        """Renew the leases of the runs executing here; stop those whose lease another process took."""
+        running = {run_id: live for run_id, live in self.live.items() if not live.record.terminal}
+        if not running:
+            return
+        held = await self.index.renew(running)
+        for run_id, live in running.items():
+            if run_id in held or live.record.terminal or live.task is None or live.task.done():
+                continue
+            log.warning(
+                "agent run %s: another process took its lease over; this process stops running it", run_id
+            )
+            live.task.cancel()
+            await asyncio.gather(live.task, return_exceptions=True)
+            if self.live.get(run_id) is live:
+                del self.live[run_id]
 
     async def _resume_logged(self) -> None:
         try:
@@ -316,7 +379,8 @@ class RunManager:
             log.info("agents: resumed %d run(s) left in flight", count)
 
     async def close(self) -> None:
-        """Stop every task of this process; runs keep their last checkpoint (``running``)."""
+        """Stop every task of this process; runs keep their last checkpoint (``running``) and their
+        leases are released, for another process (or the next boot) to continue them."""
         self._closing.set()
         tasks = [*self._background, *(live.task for live in self.live.values() if live.task is not None)]
         for task in tasks:
@@ -325,6 +389,7 @@ class RunManager:
         for live in self.live.values():
             live.feed.close()
         self.live.clear()
+        await self._quietly(self.index.release())
 
     async def _quietly(self, work: Any) -> None:
         try:

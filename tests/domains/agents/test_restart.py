@@ -215,6 +215,7 @@ async def test_a_killed_process_is_restarted_and_the_run_completes(
         plugins={"ops_agent.py": OPS_AGENT_PLUGIN},
     )
     monkeypatch.setenv("FAKE_LLM_SCRIPT", FIRST_PROCESS)
+    monkeypatch.setenv("AGENT_RUN_LEASE_SECONDS", "1")  # the killed process's lease lapses soon
     first = Process(root)
     try:
         url = await first.start()

@@ -1,7 +1,8 @@
 """Two processes on one database and one run: the checkpoints let exactly one of them continue it.
 
 Process A is inside a side-effecting call when process B boots and resumes the run (A did not
-die; B took the run over). B's take-over checkpoint wins, so when A's call returns, A's next save
+die: its lease on the run lapsed, as when a process hangs for longer than its lease, and B took
+the run over). B's take-over checkpoint wins, so when A's call returns, A's next save
 is refused and A stops, without a second model call or a second email. Both processes are kernels
 in this test process, on separate project roots sharing one SQLite database.
 """
@@ -56,6 +57,9 @@ async def _scenario(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, files: File
     async with serving(first_root) as (first, first_url), httpx.AsyncClient(base_url=first_url) as a:
         run_id = (await a.post("/agents/ops/runs", json={"input": "email Cy"})).json()["id"]
         await wait_for_line(files.sent_log)  # A is inside send_email, holding
+        await first.container.get("db").execute(
+            "UPDATE agent_runs SET owner = NULL, lease_expires_at = NULL WHERE id = $1", [run_id]
+        )  # A's lease lapses: another process may now take the run over
 
         monkeypatch.setenv("FAKE_LLM_SCRIPT", script({"content": "Cy may have been emailed."}))
         async with serving(second_root) as (second, second_url), httpx.AsyncClient(base_url=second_url) as b:
