@@ -13,7 +13,6 @@ module-scoped fixture can hold them while every test keeps its own loop.
 from __future__ import annotations
 
 import asyncio
-import os
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -23,18 +22,7 @@ import asyncpg
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
-from tests.conftest import service_unavailable
-
-DEFAULT_PG_URL = "postgresql://postgres@127.0.0.1:5432/test"
-DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
-
-
-def pg_base_url() -> str:
-    return os.environ.get("DATABASE_URL_TEST", "").strip() or DEFAULT_PG_URL
-
-
-def redis_base_url() -> str:
-    return os.environ.get("REDIS_URL_TEST", "").strip() or DEFAULT_REDIS_URL
+from tests.conftest import postgres_base_url, redis_base_url, service_unavailable
 
 
 def database_url(base: str, database: str) -> str:
@@ -45,7 +33,7 @@ def database_url(base: str, database: str) -> str:
 @contextmanager
 def scale_database() -> Iterator[str]:
     """The URL of a new, empty database on the test server; dropped on exit."""
-    base = pg_base_url()
+    base = postgres_base_url()
     name = f"keel_scale_{uuid.uuid4().hex[:12]}"
 
     async def run(sql: str) -> None:

@@ -18,7 +18,7 @@ import redis.asyncio as aioredis
 from core.context import bound, current_identity_var, current_plugin_var
 from core.errors import ToolUnavailableError
 from core.registry import Registry
-from tests.tools.store.services import redis_namespace
+from tests.conftest import fresh_redis_namespace
 from tools.event_bus import redis_backend
 from tools.event_bus.errors import (
     EventBusUnavailableError,
@@ -49,7 +49,7 @@ async def redis_env(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[tuple[str,
     """``(url, prefix)``: the bus settings every bus of the test shares, on a fresh key prefix."""
     for name in [n for n in os.environ if n.startswith("EVENT_BUS_")]:
         monkeypatch.delenv(name)
-    async with redis_namespace() as (url, prefix):
+    async with fresh_redis_namespace() as (url, prefix):
         monkeypatch.setenv("EVENT_BUS_URL", url)
         monkeypatch.setenv("EVENT_BUS_PREFIX", prefix)
         monkeypatch.setenv("EVENT_BUS_CLAIM_IDLE_MS", str(CLAIM_IDLE_MS))
