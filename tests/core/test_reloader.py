@@ -20,7 +20,7 @@ import pytest
 from core import Kernel, KernelBootError
 from core.loader import module_name
 from core.reloader import ReloadAction, base_owner, is_staging, plugin_host, staging_owner
-from tests.kit import booted, make_root, write
+from tests.kit import booted, make_root, until, write
 
 BOARD_TOOL = """
     import asyncio
@@ -447,14 +447,16 @@ async def test_background_tasks_stop_with_their_version(root: Path, kind: str) -
     path = write(root, "domains/demo/plugins/ticker.py", ticker(1, kind=kind))
     async with booted(root) as kernel:
         journal = board(kernel).journal
-        await wait_for(lambda: "tick 1 as demo.Ticker demo.Ticker.tick" in journal)
+        await until(lambda: "tick 1 as demo.Ticker demo.Ticker.tick" in journal, "version 1 ticks")
         first = kernel.plugins["demo.Ticker"].tasks
         assert first is not None and first.running == 1
 
         await apply(kernel, write(root, "domains/demo/plugins/ticker.py", ticker(2, kind=kind)))
         assert "tick 1 cancelled" in journal and first.running == 0
         # Started while version 2 was staged, so it ran as the staging owner until promotion.
-        await wait_for(lambda: any(n.startswith("tick 2 as demo.Ticker#staging-") for n in journal))
+        await until(
+            lambda: any(n.startswith("tick 2 as demo.Ticker#staging-") for n in journal), "version 2 ticks"
+        )
         assert kernel.plugins["demo.Ticker"].tasks.owner == "demo.Ticker"  # type: ignore[union-attr]
 
         await apply(
@@ -465,7 +467,7 @@ async def test_background_tasks_stop_with_their_version(root: Path, kind: str) -
                 ticker(3, fail="await asyncio.sleep(0); raise ValueError"),
             ),
         )
-        await wait_for(lambda: "tick 3 cancelled" in journal)
+        await until(lambda: "tick 3 cancelled" in journal, "the failed version's task stops")
         assert "tick 2 cancelled" not in journal  # the failed version's task stopped, the old one runs
         second = kernel.plugins["demo.Ticker"].tasks
         assert second is not None and second.running == 1
@@ -500,7 +502,7 @@ async def test_a_failing_background_task_is_logged_with_its_plugin(
     async with booted(root) as kernel:
         task = kernel.plugins["demo.Failing"].instance.task  # type: ignore[attr-defined]
         await asyncio.wait([task])
-        await wait_for(lambda: kernel.plugins["demo.Failing"].tasks.running == 0)  # type: ignore[union-attr]
+        await until(lambda: kernel.plugins["demo.Failing"].tasks.running == 0, "the task is gone")  # type: ignore[union-attr]
         assert any(
             "demo.Failing: background task demo.Failing.explode failed" in r.getMessage()
             for r in caplog.records
@@ -521,7 +523,7 @@ async def test_the_old_version_shuts_down_only_after_its_work_drained(root: Path
         tool = board(kernel)
         tool.drained.clear()
         reload = asyncio.create_task(apply(kernel, write(root, PLUGIN_FILE, notes(2))))
-        await wait_for(lambda: "drain demo.Notes" in tool.journal)
+        await until(lambda: "drain demo.Notes" in tool.journal, "the old version drains")
         assert tool.read("pin") == 2  # already swapped
         assert "shutdown 1" not in tool.journal
         tool.drained.set()
@@ -553,16 +555,6 @@ async def test_changes_after_shutdown_are_ignored(root: Path) -> None:
     await kernel.boot()
     await kernel.shutdown()
     assert await apply(kernel, write(root, PLUGIN_FILE, notes(2))) == []
-
-
-async def wait_for(condition: Any, limit: float = 5.0) -> None:
-    """Poll ``condition()`` until it holds, failing after ``limit`` seconds."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + limit
-    while not condition():
-        if loop.time() > deadline:
-            raise AssertionError(f"still not true after {limit}s")
-        await asyncio.sleep(0.005)
 
 
 # -- 200 reloads leave nothing behind ------------------------------------------------------------
@@ -706,13 +698,13 @@ async def test_what_a_task_registers_after_its_version_is_promoted_belongs_to_th
     path = write(root, "domains/demo/plugins/pinner.py", PINNING_TASK_PLUGIN.replace("{version}", "1"))
     async with booted(root) as kernel:
         kernel.plugins["demo.Pinner"].instance.go.set()  # type: ignore[attr-defined]
-        await wait_for(lambda: board(kernel).read("pin") == 1)
+        await until(lambda: board(kernel).read("pin") == 1, "version 1 pinned")
         await apply(
             kernel,
             write(root, path.relative_to(root).as_posix(), PINNING_TASK_PLUGIN.replace("{version}", "2")),
         )
         kernel.plugins["demo.Pinner"].instance.go.set()  # type: ignore[attr-defined]
-        await wait_for(lambda: board(kernel).read("pin") == 2)
+        await until(lambda: board(kernel).read("pin") == 2, "version 2 pinned")
         assert board(kernel).live["pin"] == ("demo.Pinner", 2)
         await apply(
             kernel,

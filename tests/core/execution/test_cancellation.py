@@ -116,7 +116,9 @@ async def test_wait_on_a_child_is_woken_by_the_parent() -> None:
 async def test_wait_on_an_already_cancelled_token_returns_at_once() -> None:
     token = CancellationToken()
     token.cancel()
-    await token.wait()
+    waiting = token.wait()
+    with pytest.raises(StopIteration):  # finished on its first step, without suspending
+        waiting.send(None)
 
 
 async def test_a_cancelled_waiter_propagates_its_cancellation_and_the_token_still_works() -> None:
@@ -127,7 +129,7 @@ async def test_a_cancelled_waiter_propagates_its_cancellation_and_the_token_stil
     with pytest.raises(asyncio.CancelledError):
         await waiter
     token.cancel()
-    await token.wait()
+    await asyncio.wait_for(token.wait(), timeout=5)
 
 
 def test_a_token_cancelled_on_one_thread_wakes_a_waiter_on_another_threads_loop() -> None:

@@ -154,6 +154,10 @@ async def test_a_cancelled_trial_frees_its_slot_without_a_verdict() -> None:
 
 
 async def test_by_default_it_really_sleeps_between_attempts() -> None:
+    """Without an injected ``sleep`` the wait is asyncio's: even a zero delay gives the loop a turn."""
     call = Script(TimeoutError())
+    calls_when_the_loop_ran: list[int] = []
+    asyncio.get_running_loop().call_soon(lambda: calls_when_the_loop_ran.append(call.calls))
     result = await run_with_resilience(call, attempts=2, backoff=Backoff(base=0, max_delay=0))
     assert result == "done"
+    assert calls_when_the_loop_ran == [1]  # between the first attempt and the second

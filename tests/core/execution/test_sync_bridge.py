@@ -13,9 +13,9 @@ from core.execution.sync_bridge import run_sync
 tenant: contextvars.ContextVar[str] = contextvars.ContextVar("tenant", default="none")
 
 
-async def where_and_what(value: int) -> tuple[int, bool, int]:
+async def where_and_what(value: int) -> tuple[int, asyncio.AbstractEventLoop, int]:
     await asyncio.sleep(0)
-    return threading.get_ident(), asyncio.get_running_loop().is_running(), value * 2
+    return threading.get_ident(), asyncio.get_running_loop(), value * 2
 
 
 async def explode() -> None:
@@ -24,9 +24,9 @@ async def explode() -> None:
 
 
 def test_without_a_running_loop_it_runs_the_coroutine_in_this_thread() -> None:
-    thread_id, ran_in_a_loop, doubled = run_sync(where_and_what(21))
+    thread_id, loop, doubled = run_sync(where_and_what(21))
     assert thread_id == threading.get_ident()
-    assert ran_in_a_loop
+    assert loop.is_closed()  # a loop of its own, closed again afterwards
     assert doubled == 42
 
 
@@ -37,9 +37,9 @@ def test_without_a_running_loop_the_coroutines_exception_reaches_the_caller() ->
 
 async def test_inside_a_running_loop_it_runs_on_a_worker_thread_and_blocks_for_the_result() -> None:
     caller_loop = asyncio.get_running_loop()
-    thread_id, ran_in_a_loop, doubled = run_sync(where_and_what(21))
+    thread_id, loop, doubled = run_sync(where_and_what(21))
     assert thread_id != threading.get_ident()
-    assert ran_in_a_loop
+    assert loop is not caller_loop and loop.is_closed()
     assert doubled == 42
     assert asyncio.get_running_loop() is caller_loop
 

@@ -109,12 +109,10 @@ async def test_causality_across_three_hops_from_an_http_request(event_bus: Event
 
 async def test_context_is_set_for_each_subscriber_and_reset_after(event_bus: EventBusTool) -> None:
     seen: list[tuple[str | None, str | None]] = []
-    plugin = Plugin(event_bus)
 
     async def record_context(event: Event) -> None:
         seen.append((current_event_id_var.get(), current_identity_var.get()))
 
-    plugin.on_shipped = record_context  # type: ignore[method-assign]
     await event_bus.subscribe("tick", record_context)
     event_id = await event_bus.publish("tick")
     await completed(event_bus, 1)

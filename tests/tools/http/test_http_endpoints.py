@@ -103,9 +103,10 @@ async def test_sync_handler_runs_in_a_worker_thread_with_the_context(monkeypatch
 
 async def test_a_blocking_sync_handler_does_not_block_the_loop(monkeypatch: pytest.MonkeyPatch) -> None:
     http = await make_http(monkeypatch)
-    release = threading.Event()
+    entered, release = threading.Event(), threading.Event()
 
     def blocking(data: dict[str, Any], context: dict[str, Any]) -> str:
+        entered.set()
         release.wait(10)
         return "done"
 
@@ -116,6 +117,7 @@ async def test_a_blocking_sync_handler_does_not_block_the_loop(monkeypatch: pyte
     http.add_endpoint("/quick", "GET", quick)
     async with client(http) as c:
         slow = asyncio.create_task(c.get("/block"))
+        assert await asyncio.to_thread(entered.wait, 10)  # /block is now blocking its thread
         assert (await c.get("/quick")).json() == "quick"  # answered while /block is still blocked
         assert not slow.done()
         release.set()
