@@ -13,6 +13,7 @@ A file that cannot be opened, or a lock held past the busy timeout, is ``StoreBa
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 import time
 from collections.abc import Callable
@@ -48,23 +49,27 @@ class SqliteBackend:
         self.busy_timeout = busy_timeout
         self._clock = clock
         self._thread: SqliteThread | None = None
+        self._opening = asyncio.Lock()
         self._last_sweep = 0.0
 
     def describe(self) -> str:
         return f"sqlite {self.path}"
 
     async def open(self) -> None:
-        if self.path != ":memory:":
+        async with self._opening:
+            if self._thread is not None:
+                return
+            if self.path != ":memory:":
+                try:
+                    Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+                except OSError as exc:
+                    raise StoreBackendUnavailable(f"cannot create the folder of {self.path}: {exc}") from exc
+            thread = SqliteThread("keel-store-sqlite", self._connect)
             try:
-                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-            except OSError as exc:
-                raise StoreBackendUnavailable(f"cannot create the folder of {self.path}: {exc}") from exc
-        thread = SqliteThread("keel-store-sqlite", self._connect)
-        try:
-            await thread.start()
-        except sqlite3.Error as exc:
-            raise StoreBackendUnavailable(f"cannot open the store at {self.path}: {exc}") from exc
-        self._thread = thread
+                await thread.start()
+            except sqlite3.Error as exc:
+                raise StoreBackendUnavailable(f"cannot open the store at {self.path}: {exc}") from exc
+            self._thread = thread
 
     def _connect(self) -> sqlite3.Connection:
         connection = sqlite3.connect(
@@ -81,16 +86,19 @@ class SqliteBackend:
         return connection
 
     async def close(self) -> None:
-        thread, self._thread = self._thread, None
+        async with self._opening:  # an open in progress finishes first, so its thread is stopped too
+            thread, self._thread = self._thread, None
         if thread is not None:
             await thread.stop()
 
     async def _run(self, job: Callable[..., Any], *args: Any) -> Any:
         if self._thread is None:
             await self.open()
-        assert self._thread is not None
+        thread = self._thread
+        if thread is None:
+            raise StoreBackendUnavailable(f"the store at {self.path} was closed while being opened")
         try:
-            return await self._thread.run(job, *args)
+            return await thread.run(job, *args)
         except sqlite3.OperationalError as exc:
             raise StoreBackendUnavailable(f"the store at {self.path} cannot be used: {exc}") from exc
         except sqlite3.DatabaseError as exc:
