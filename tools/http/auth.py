@@ -15,7 +15,9 @@ endpoint declares one of three modes:
 A missing token is a 401 with ``WWW-Authenticate: Bearer``; a rejected one adds
 ``error="invalid_token"``; a valid non-admin token on an admin endpoint is a 403. The token is
 read from ``Authorization: Bearer <token>``; server-sent-event endpoints also accept
-``?access_token=`` because a browser's ``EventSource`` cannot send headers.
+``?access_token=`` because a browser's ``EventSource`` cannot send headers; the header wins when
+both are given. That parameter's value is taken out of the query string before anything logs or
+traces the URL (``query_token.py``).
 """
 
 from __future__ import annotations

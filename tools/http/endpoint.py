@@ -18,7 +18,8 @@ convertors), the query parameters (a repeated key becomes a list of strings) and
 
 ``context`` holds ``request_id``, ``method``, ``path``, ``headers`` (lower-case names; a repeated
 header keeps its last value), ``client`` (the peer's host, or ``None``), ``query`` (the parsed
-query), ``identity`` (verified token claims, or ``None``) and, with a request model, ``model``.
+query; an ``access_token`` in it reads ``"REDACTED"``, see ``query_token.py``), ``identity``
+(verified token claims, or ``None``) and, with a request model, ``model``.
 
 The handler runs with ``current_identity_var`` set to its identity and ``current_event_id_var`` to
 the request id; a plain ``def`` handler runs in the worker threadpool, never on the event loop.
@@ -49,6 +50,7 @@ from core.errors import RequestError
 
 from .auth import AuthGate, AuthMode, bearer_token
 from .envelope import Problem, invalid_input, problem_for, validation_fields
+from .query_token import ACCESS_TOKEN_KEY
 from .request_id import REQUEST_ID_KEY, new_request_id
 
 JSON_HEADERS = (b"content-type", b"application/json")
@@ -177,8 +179,7 @@ def make_request_reader(
         if auth:
             token = bearer_token(headers)
             if token is None and sse:
-                access_token = query.get("access_token")
-                token = access_token if isinstance(access_token, str) and access_token else None
+                token = scope.get(ACCESS_TOKEN_KEY)  # lifted out of the query by the middleware
             context["identity"] = await gate.identify(auth, token)
         path_params = scope.get("path_params")
         data: dict[str, Any] = dict(path_params) if path_params else {}

@@ -6,6 +6,9 @@ replaced by a fresh ``uuid4().hex``. The id is stored in the ASGI scope under ``
 set as ``current_event_id_var`` for the request, so events published while handling it name the
 request as their root.
 
+The same middleware, being the first thing every request passes through, also takes an
+``?access_token=`` out of the query string (``query_token.py``) so no log line or trace records it.
+
 This is a pure ASGI middleware (no ``BaseHTTPMiddleware``, which would run every request through
 an extra task and memory streams): it only looks at one header and appends one to the response.
 It wraps the whole FastAPI app, so even a response written by Starlette's last-resort error
@@ -22,6 +25,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from core.context import current_event_id_var
 
 from .envelope import LOGGED_MARK
+from .query_token import lift_access_token
 
 REQUEST_ID_KEY = "keel.request_id"
 REQUEST_ID_HEADER = b"x-request-id"
@@ -58,6 +62,8 @@ class RequestIdMiddleware:
         if request_id is None:
             request_id = uuid4().hex
         scope[REQUEST_ID_KEY] = request_id
+        if scope.get("query_string"):
+            lift_access_token(scope)
         header = (REQUEST_ID_HEADER, request_id.encode("latin-1"))
 
         async def send_with_id(message: Message) -> None:

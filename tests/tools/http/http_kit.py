@@ -42,6 +42,19 @@ async def client(tool: HttpTool) -> AsyncIterator[httpx.AsyncClient]:
         yield http_client
 
 
+@asynccontextmanager
+async def running(http: HttpTool) -> AsyncIterator[tuple[str, asyncio.Event, asyncio.Task[None]]]:
+    """The tool served by uvicorn for real: ``(base_url, stop, serving task)``; stopped on exit."""
+    stop = asyncio.Event()
+    task = asyncio.create_task(http.serve(stop))
+    try:
+        url = await asyncio.wait_for(http.wait_until_serving(), 10)
+        yield url, stop, task
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, 30)
+
+
 class AsgiCall:
     """Drives one request through an ASGI app by hand: the test decides when the client leaves.
 

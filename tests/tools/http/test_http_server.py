@@ -7,27 +7,14 @@ import logging
 import signal
 import socket
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Any
 
 import httpx
 import pytest
 
 from core.errors import ToolUnavailableError
-from tests.tools.http.http_kit import make_http
+from tests.tools.http.http_kit import make_http, running
 from tools.http.http_tool import HttpTool
-
-
-@asynccontextmanager
-async def running(http: HttpTool) -> AsyncIterator[tuple[str, asyncio.Event, asyncio.Task[None]]]:
-    stop = asyncio.Event()
-    task = asyncio.create_task(http.serve(stop))
-    try:
-        url = await asyncio.wait_for(http.wait_until_serving(), 10)
-        yield url, stop, task
-    finally:
-        stop.set()
-        await asyncio.wait_for(task, 30)
 
 
 async def refuses_connections(url: str) -> bool:
