@@ -103,7 +103,13 @@ class DbTool(BaseTool):
     # -- lifecycle ---------------------------------------------------------------------------------
 
     async def setup(self) -> None:
-        self._engine = make_engine(os.environ.get("DATABASE_URL", ""), self.project_root)
+        url = os.environ.get("DATABASE_URL", "")
+        self._engine = make_engine(url, self.project_root)
+        backend = "postgresql" if url.startswith(("postgresql:", "postgres:")) else "sqlite"
+        # Several processes share a PostgreSQL database; an SQLite file belongs to one machine.
+        self.kernel_registry.set_capability(
+            self.name, {"backend": backend, "shared": backend == "postgresql"}
+        )
         self._fatal = None
         summary = await self._start()
         self.kernel_registry.update_tool_status(self.name, ToolStatus.OK, summary)
