@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
+
+from core.sqlite_thread import SqliteThread, connect_file
 
 from .backend import Row, as_row
 from .errors import CheckpointConflict, CheckpointUnavailableError
-from .sqlite_thread import SqliteThread
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS keel_checkpoints (
@@ -47,35 +46,17 @@ class SqliteBackend:
         async with self._opening:
             if self._thread is not None:
                 return
-            if self.path != ":memory:":
-                try:
-                    Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-                except OSError as exc:
-                    raise CheckpointUnavailableError(
-                        f"cannot create the folder of {self.path}: {exc}"
-                    ) from exc
             thread = SqliteThread("keel-checkpoint-sqlite", self._connect)
             try:
                 await thread.start()
-            except sqlite3.Error as exc:
+            except (OSError, sqlite3.Error) as exc:
                 raise CheckpointUnavailableError(
                     f"cannot open the checkpoints at {self.path}: {exc}"
                 ) from exc
             self._thread = thread
 
     def _connect(self) -> sqlite3.Connection:
-        connection = sqlite3.connect(
-            self.path, isolation_level=None, check_same_thread=False, timeout=self.busy_timeout
-        )
-        try:
-            connection.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
-            _while_busy(connection, "PRAGMA journal_mode = WAL", self.busy_timeout)
-            connection.execute("PRAGMA synchronous = NORMAL")
-            _while_busy(connection, SCHEMA, self.busy_timeout)
-        except BaseException:
-            connection.close()
-            raise
-        return connection
+        return connect_file(self.path, schema=SCHEMA, busy_timeout=self.busy_timeout)
 
     async def close(self) -> None:
         async with self._opening:  # an open in progress finishes first, so its thread is stopped too
@@ -141,19 +122,3 @@ def _save(connection: sqlite3.Connection, run_id: str, row: Row, keep: int) -> N
             (run_id, run_id, keep),
         )
     connection.execute("COMMIT")
-
-
-def _while_busy(connection: sqlite3.Connection, sql: str, limit: float) -> None:
-    """Run ``sql``, retrying while another connection holds the lock (switching the journal mode
-    does not wait on SQLite's busy handler, so a concurrent writer, such as the ``db`` tool
-    migrating at boot, makes it fail at once)."""
-    deadline = time.monotonic() + limit
-    while True:
-        try:
-            connection.execute(sql)
-            return
-        except sqlite3.OperationalError as exc:
-            text = str(exc)
-            if ("locked" not in text and "busy" not in text) or time.monotonic() > deadline:
-                raise
-        time.sleep(0.02)
