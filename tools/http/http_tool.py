@@ -10,7 +10,8 @@ an endpoint in ``auth.py``. In short:
 - ``auth=False | True | "admin"``. With no token validator installed (the auth tool is off),
   ``auth=True`` endpoints answer 503 and ``auth="admin"`` endpoints are open — the system
   endpoints stay readable on a single machine; once a validator is installed they need a token
-  whose claims have ``admin: true`` or ``"admin"`` in ``roles``;
+  whose claims have ``admin: true`` or ``"admin"`` in ``roles``. ``serve`` logs a warning when
+  such open admin endpoints listen on a ``HOST`` other than a loopback address;
 - each route belongs to the plugin that registered it (the kernel's ``current_plugin_var``):
   ``release_owner`` removes them, another plugin registering the same method and path is a
   ``ValueError`` naming both, and the same plugin registering it again replaces it (reload);
@@ -58,13 +59,13 @@ from core.registry import ToolStatus
 from core.reloader import base_owner, is_staging
 from core.settings import env_flag, env_float
 
-from .auth import AdminCheck, AuthGate, AuthMode, Validator, check_mode, is_admin
+from .auth import ADMIN, AdminCheck, AuthGate, AuthMode, Validator, check_mode, is_admin
 from .endpoint import EndpointSpec, make_endpoint_app
 from .envelope import envelope, problem_for
 from .page import build_page, make_page_app
 from .request_id import REQUEST_ID_KEY, RequestIdMiddleware
 from .routes import KeelRoute
-from .server import HTTP_PROTOCOL, KeelServer, bind_socket, url_of
+from .server import HTTP_PROTOCOL, KeelServer, bind_socket, is_loopback, url_of
 from .sse import Closer, StreamTracker, make_sse_app
 
 try:
@@ -339,6 +340,7 @@ class HttpTool(BaseTool):
             if listening.done():
                 self.base_url = url_of(sock)
                 log.info("serving on http://%s:%d", _bracketed(self.host), sock.getsockname()[1])
+                self._warn_if_admin_is_open()
                 self._listening.set()
                 await asyncio.wait((serving, stopping), return_when=asyncio.FIRST_COMPLETED)
         finally:
@@ -453,6 +455,25 @@ class HttpTool(BaseTool):
                 del self._retired[name]
         if busy:
             self._retired.setdefault(owner, []).extend(busy)
+
+    def _warn_if_admin_is_open(self) -> None:
+        """Say so when admin endpoints answer anyone (no validator) on an address others can reach."""
+        if self._gate.validator is not None or is_loopback(self.host):
+            return
+        with self._lock:
+            admin = sorted(
+                f"{r.spec.method} {r.spec.path}" for r in self._routes.values() if r.spec.auth == ADMIN
+            )
+        if not admin:
+            return
+        log.warning(
+            "HOST=%s is not a loopback address and no token validator is installed, so the %d admin "
+            "(system) endpoints are OPEN to anyone who can reach this port: %s. Set AUTH_SECRET_KEY "
+            "to turn the auth tool on, or listen on HOST=127.0.0.1",
+            self.host,
+            len(admin),
+            ", ".join(admin),
+        )
 
     def _fail_listening(self, error: BaseException) -> None:
         if not self._listening.is_set():

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import socket
 from collections.abc import Iterator
 
@@ -61,3 +62,21 @@ def url_of(sock: socket.socket) -> str:
     elif host == "::":
         host = "::1"
     return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (a ``HOST`` value) can only be reached from this machine.
+
+    ``localhost`` and the loopback addresses (127.0.0.0/8, ``::1``, and 127.x written as an
+    IPv4-mapped IPv6 address) are; any other name or address, ``0.0.0.0`` included, is not.
+    """
+    name = host.strip().removeprefix("[").removesuffix("]").lower()
+    if name in ("localhost", "localhost."):
+        return True
+    try:
+        address = ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        return address.ipv4_mapped.is_loopback
+    return address.is_loopback

@@ -14,7 +14,9 @@ import pytest
 
 from core.errors import ToolUnavailableError
 from tests.tools.http.http_kit import make_http, running
+from tools.http import http_tool
 from tools.http.http_tool import HttpTool
+from tools.http.server import bind_socket, is_loopback
 
 
 async def refuses_connections(url: str) -> bool:
@@ -158,3 +160,79 @@ async def test_the_access_log_is_off_unless_asked_for(
                 assert (await c.get("/ok")).status_code == 200
         access = [r for r in caplog.records if r.name == "uvicorn.access"]
         assert len(access) == expected, flag
+
+
+@pytest.mark.parametrize(
+    ("host", "loopback"),
+    [
+        ("127.0.0.1", True),
+        ("127.8.9.10", True),
+        ("::1", True),
+        ("[::1]", True),
+        ("::ffff:127.0.0.1", True),
+        ("localhost", True),
+        ("LocalHost", True),
+        ("0.0.0.0", False),
+        ("::", False),
+        ("192.0.2.10", False),
+        ("::ffff:192.0.2.10", False),
+        ("keel.example", False),
+        ("localhost.example", False),
+    ],
+)
+def test_loopback_hosts(host: str, loopback: bool) -> None:
+    assert is_loopback(host) is loopback
+
+
+async def warnings_when_serving(
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    host: str,
+    *,
+    admin: bool = True,
+    validator: bool = False,
+) -> list[str]:
+    """The http tool's warnings while it serves on ``HOST=host`` (the socket itself is bound on loopback)."""
+    monkeypatch.setattr(http_tool, "bind_socket", lambda _host, port: bind_socket("127.0.0.1", port))
+    http = await make_http(monkeypatch, HOST=host, PORT="0")
+
+    async def status(data: dict[str, Any], context: dict[str, Any]) -> str:
+        return "ok"
+
+    http.add_endpoint("/public", "GET", status)
+    http.add_endpoint("/system/status", "GET", status, auth="admin" if admin else True)
+    http.add_endpoint("/system/metrics", "GET", status, auth="admin" if admin else True)
+    if validator:
+        http.set_auth_validator(lambda token: {"admin": True})
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="keel.http"):
+        async with running(http) as (url, _, _), httpx.AsyncClient(base_url=url) as c:
+            assert (await c.get("/public")).status_code == 200
+    return [r.getMessage() for r in caplog.records if r.name == "keel.http" and r.levelno == logging.WARNING]
+
+
+async def test_open_admin_endpoints_on_a_reachable_host_are_warned_about(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    [warning] = await warnings_when_serving(monkeypatch, caplog, "0.0.0.0")
+    assert warning == (
+        "HOST=0.0.0.0 is not a loopback address and no token validator is installed, so the 2 admin "
+        "(system) endpoints are OPEN to anyone who can reach this port: GET /system/metrics, "
+        "GET /system/status. Set AUTH_SECRET_KEY to turn the auth tool on, or listen on HOST=127.0.0.1"
+    )
+
+
+@pytest.mark.parametrize(
+    ("host", "admin", "validator"),
+    [
+        ("127.0.0.1", True, False),  # the single-machine default
+        ("localhost", True, False),
+        ("::1", True, False),
+        ("0.0.0.0", True, True),  # tokens are checked
+        ("0.0.0.0", False, False),  # nothing admin-only to leave open
+    ],
+)
+async def test_no_warning_when_admin_endpoints_are_not_open_to_others(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, host: str, admin: bool, validator: bool
+) -> None:
+    assert await warnings_when_serving(monkeypatch, caplog, host, admin=admin, validator=validator) == []
