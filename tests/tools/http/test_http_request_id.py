@@ -40,7 +40,7 @@ async def test_an_unacceptable_id_is_replaced(monkeypatch: pytest.MonkeyPatch, b
     http = await make_http(monkeypatch)
     http.add_endpoint("/id", "GET", echo)
     async with client(http) as c:
-        response = await c.get("/id", headers=[("X-Request-ID", bad.encode("latin-1"))])
+        response = await c.get("/id", headers=[(b"X-Request-ID", bad.encode("latin-1"))])
     assert re.fullmatch(r"[0-9a-f]{32}", response.headers["x-request-id"])
     assert response.json() == response.headers["x-request-id"]
 
