@@ -84,6 +84,23 @@ async def fresh_postgres_schema() -> AsyncIterator[str]:
         await connection.close()
 
 
+DATABASE_ENGINES = ("sqlite", "postgres")
+"""The engines the ``db`` tool runs on; parametrize over these and open each with :func:`database_url`."""
+
+
+@asynccontextmanager
+async def database_url(engine: str, sqlite_file: str = "data/test.db") -> AsyncIterator[str]:
+    """A ``DATABASE_URL`` on a fresh database of ``engine``: a SQLite file relative to the project root,
+    or a PostgreSQL schema of its own (see :func:`fresh_postgres_schema`)."""
+    if engine == "sqlite":
+        yield f"sqlite:///{sqlite_file}"
+    elif engine == "postgres":
+        async with fresh_postgres_schema() as url:
+            yield url
+    else:
+        raise ValueError(f"unknown database engine {engine!r}; use one of {DATABASE_ENGINES}")
+
+
 class RedisNamespace(NamedTuple):
     url: str
     prefix: str

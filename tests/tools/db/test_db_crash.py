@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import fresh_postgres_schema
+from tests.conftest import DATABASE_ENGINES, database_url
 from tests.kit import PROJECT, started_tool
 from tools.db.db_tool import DbTool
 
@@ -42,13 +42,9 @@ CRASHING_WRITER = textwrap.dedent(
 )
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(params=DATABASE_ENGINES)
 async def database(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[None]:
-    if request.param == "sqlite":
-        monkeypatch.setenv("DATABASE_URL", "sqlite:///data/crash.db")
-        yield
-        return
-    async with fresh_postgres_schema() as url:
+    async with database_url(request.param, "data/crash.db") as url:
         monkeypatch.setenv("DATABASE_URL", url)
         yield
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from core import Kernel
-from tests.conftest import fresh_postgres_schema
+from tests.conftest import DATABASE_ENGINES, database_url
 from tests.kit import booted, bound_tool, make_root, started_tool, write
 from tests.tools.db.db_fixtures import write_migration
 from tools.db.db_tool import DbTool
@@ -97,16 +97,12 @@ def test_discover_reads_dependencies_and_rejects_misplaced_files(tmp_path: Path)
 # -- applying (both engines) ----------------------------------------------------------------------
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(params=DATABASE_ENGINES)
 async def engine(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[str]:
     """Points DATABASE_URL at a fresh database; yields the engine's dialect name."""
-    if request.param == "sqlite":
-        monkeypatch.setenv("DATABASE_URL", "sqlite:///data/migrations.db")
-        yield "sqlite"
-        return
-    async with fresh_postgres_schema() as url:
+    async with database_url(request.param, "data/migrations.db") as url:
         monkeypatch.setenv("DATABASE_URL", url)
-        yield "postgres"
+        yield request.param
 
 
 @pytest.fixture
