@@ -8,15 +8,21 @@ and resuming at boot the runs a previous process left in flight.
   checkpoint every ``poll`` seconds.
 * ``cancel`` asks a run running here to stop at its next safe point, and if it has not stopped
   after ``cancel_grace`` seconds (a tool that does not return) cancels its task and records the
-  cancellation. A run that is not running here is cancelled by saving a ``cancelled`` checkpoint
-  on top of its latest one: if it is running in another process, that process's next save is
-  refused and it stops.
+  cancellation. If the checkpoint store cannot be reached at that moment, the cancellation is saved
+  as soon as it answers again (tried every ``poll`` seconds); until then the run stays leased to
+  this process, so nobody resumes a run that was cancelled (a process that stops before then
+  releases it, and the cancellation is lost). A run that is not running here is cancelled by saving
+  a ``cancelled`` checkpoint on top of its latest one: if it is running in another process, that
+  process's next save is refused and it stops.
 * ``resume_in_flight`` (at boot) claims and continues every indexed run in flight that no live
   process holds (see leases below), once its agent is declared (waiting up to ``resume_wait``
   seconds for the plugin that declares it); a run whose agent never appears is failed, saying so.
 * ``close`` (at shutdown) cancels the tasks, leaves every run as its last checkpoint has it
   (``running``) and releases their leases, so the next process — or another one already running
   — continues them at once.
+
+Work nobody awaits (resuming, keeping leases, forcing a cancellation) runs in background tasks
+whose failure is logged with its traceback.
 
 Several processes may share the database. Each run is leased to the process executing it
 (:mod:`domains.agents.runs.index`): while it runs, the process renews the lease every third of
@@ -34,13 +40,14 @@ import asyncio
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator, Coroutine
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from core.contracts.errors import ErrorClass, classify
 from core.contracts.ports import Checkpoint, CheckpointStatus
 from core.contracts.types import StreamEventKind
-from core.errors import ConflictError, InvalidInputError, NotFoundError
+from core.errors import ConflictError, InvalidInputError, NotFoundError, ToolUnavailableError
 from core.execution.cancellation import CancellationToken
 from core.state.stores import CheckpointVersionConflict
 
@@ -251,7 +258,7 @@ class RunManager:
         live = self.live.get(run_id)
         if live is not None and not live.record.terminal:
             live.token.cancel(CANCELLED_BY_REQUEST)
-            self._spawn(self._enforce_cancel(live))
+            self._spawn(self._enforce_cancel(live), f"agent-run-{run_id}-cancel")
             return {"id": run_id, "status": "cancelling"}
         for _ in range(5):
             record = await self.record_of(run_id)
@@ -280,53 +287,94 @@ class RunManager:
         )
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
-        if self.live.get(live.record.run_id) is live:
-            del self.live[live.record.run_id]
         try:
-            await self._end_elsewhere(
-                live.record, CheckpointStatus.CANCELLED, "cancelled", f"{CANCELLED_BY_REQUEST} (forced)"
-            )
-        except CheckpointVersionConflict:
-            log.warning("agent run %s moved on elsewhere while it was being cancelled", live.record.run_id)
+            await self._save_forced_cancel(live.record)
+        finally:
+            if self.live.get(live.record.run_id) is live:
+                del self.live[live.record.run_id]
+
+    async def _save_forced_cancel(self, record: RunRecord) -> None:
+        """Save the ``cancelled`` checkpoint of a run whose task was just stopped here. While the
+        checkpoint store cannot be reached, try again every ``poll`` seconds: the run stays live here
+        meanwhile, so its lease is kept and no process resumes a run that was cancelled."""
+        failing = False
+        while True:
+            try:
+                await self._end_elsewhere(
+                    record, CheckpointStatus.CANCELLED, "cancelled", f"{CANCELLED_BY_REQUEST} (forced)"
+                )
+            except CheckpointVersionConflict:
+                log.warning("agent run %s moved on elsewhere while it was being cancelled", record.run_id)
+                return
+            except Exception as exc:
+                if not _transient(exc):
+                    raise
+                if not failing:
+                    log.warning(
+                        "agent run %s: its cancellation could not be saved; trying again every %gs",
+                        record.run_id,
+                        self.settings.poll,
+                        exc_info=exc,
+                    )
+                failing = True
+            else:
+                if failing:
+                    log.info("agent run %s: its cancellation is saved", record.run_id)
+                return
+            try:
+                async with asyncio.timeout(self.settings.poll):
+                    await self._closing.wait()
+                return
+            except TimeoutError:
+                pass
 
     async def _end_elsewhere(
         self, record: RunRecord, status: CheckpointStatus, reason: str, error: str
     ) -> None:
-        """End a run this process is not executing: a terminal checkpoint on top of its latest one."""
-        record.reason, record.error, record.pending = reason, error, None
-        record.updated_at = time.time()
-        feed = RunFeed(record.events, record.epoch)
-        feed.publish(
+        """End a run this process is not executing: a terminal checkpoint on top of its latest one.
+        ``record`` is only changed once that checkpoint is saved (so a failed save can be retried)."""
+        ended = replace(record, events=list(record.events), reason=reason, error=error, pending=None)
+        ended.updated_at = time.time()
+        RunFeed(ended.events, ended.epoch).publish(
             str(StreamEventKind.FINAL),
             {
                 "status": str(status),
-                "output": record.output,
+                "output": ended.output,
                 "reason": reason,
                 "error": error,
-                "usage": usage_json(record.usage),
-                "cost_usd": record.cost_usd,
+                "usage": usage_json(ended.usage),
+                "cost_usd": ended.cost_usd,
             },
         )
-        checkpoint = Checkpoint(
-            record.run_id, record.version + 1, record.to_state(), record.updated_at, status
-        )
+        checkpoint = Checkpoint(record.run_id, record.version + 1, ended.to_state(), ended.updated_at, status)
         await self.services.checkpoint.save(checkpoint)
+        record.reason, record.error, record.pending, record.updated_at = reason, error, None, ended.updated_at
+        record.events[:] = ended.events
         record.version += 1
         record.status = status
         await self._quietly(self.index.set_status(record.run_id, str(status)))
 
     # -- lifecycle ---------------------------------------------------------------------------------
 
-    def _spawn(self, work: Any) -> None:
-        task = asyncio.create_task(work)
+    def _spawn(self, work: Coroutine[Any, Any, None], name: str) -> None:
+        task = asyncio.create_task(work, name=name)
         self._background.add(task)
-        task.add_done_callback(self._background.discard)
+        task.add_done_callback(self._background_done)
+
+    def _background_done(self, task: asyncio.Task[None]) -> None:
+        """A background task nobody awaits: its failure is logged here, or it would never be seen."""
+        self._background.discard(task)
+        if task.cancelled():
+            return
+        error = task.exception()
+        if error is not None:
+            log.error("agents: background task %s failed", task.get_name(), exc_info=error)
 
     def start_resuming(self) -> None:
         """Resume the runs in flight in the background (boot does not wait for them), then keep
         this process's leases and take over the runs whose leases expire."""
-        self._spawn(self._resume_logged())
-        self._spawn(self._keep_leases())
+        self._spawn(self._resume_logged(), "agents-resume")
+        self._spawn(self._keep_leases(), "agents-leases")
 
     async def _keep_leases(self) -> None:
         interval = max(0.05, self.settings.lease / 3)
@@ -396,3 +444,8 @@ class RunManager:
             await work
         except Exception:
             log.exception("agents: updating the run index failed (the checkpoint remains the authority)")
+
+
+def _transient(exc: Exception) -> bool:
+    """An outage worth waiting out (the checkpoint store unreachable), not a refusal."""
+    return isinstance(exc, ToolUnavailableError) or classify(exc) is ErrorClass.TRANSIENT
