@@ -4,15 +4,12 @@ details, where it stores by default, two processes on one run, and outages."""
 from __future__ import annotations
 
 import asyncio
-import re
-import uuid
 from collections.abc import AsyncIterator
 from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-import asyncpg
 import pytest
 
 from core.contracts.errors import ErrorClass, classify
@@ -25,7 +22,7 @@ from tests.tools.auth.roots import make_linked_root
 from tests.tools.checkpoint.checkpoint_fixtures import new_checkpoint, started_checkpoint
 from tests.tools.checkpoint.conftest import tool_on
 from tests.tools.db.db_fixtures import Forwarder, through
-from tests.tools.store.services import pg_base_url, postgres_url
+from tests.tools.store.services import postgres_url, schema_created_later, set_up_together
 from tools.checkpoint.errors import CheckpointConflict, CheckpointEncodeError
 
 
@@ -204,36 +201,25 @@ async def test_a_sqlite_file_that_cannot_be_created_is_unavailable(
 async def test_processes_booting_together_on_a_fresh_database_all_start(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv("CHECKPOINT_POOL_MAX", "1")
     for round_ in range(3):  # the catalog collision this guards against is a race: give it chances
         async with postgres_url() as url:
             monkeypatch.setenv("CHECKPOINT_URL", url)
-            monkeypatch.setenv("CHECKPOINT_POOL_MAX", "1")
             tools = [new_checkpoint(tmp_path / f"{round_}-{n}") for n in range(8)]
-            outcomes = await asyncio.gather(*(tool.setup() for tool in tools), return_exceptions=True)
-            for tool in tools:
-                await tool.shutdown()
-            assert [o for o in outcomes if o is not None] == []
+            assert await set_up_together(tools) == []
 
 
 async def test_a_database_that_refuses_the_table_at_boot_is_dead_and_recovers_once_it_accepts_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    async with postgres_url() as url:
-        missing = f"keel_later_{uuid.uuid4().hex[:12]}"
-        # The search_path names a schema that does not exist yet: PostgreSQL refuses CREATE TABLE.
-        monkeypatch.setenv("CHECKPOINT_URL", re.sub(r"search_path=[^&]*", f"search_path={missing}", url))
-        root = make_linked_root(tmp_path, tools=("checkpoint",))
-        admin = await asyncpg.connect(pg_base_url())
-        try:
-            async with booted(root) as kernel:
-                state = kernel.registry.get_system_dump()["tools"]["checkpoint"]
-                assert state["status"] == ToolStatus.DEAD
-                assert "the checkpoints' PostgreSQL" in state["message"]
-                await admin.execute(f"CREATE SCHEMA {missing}")
-                tool = kernel.container.get("checkpoint")
-                await tool.save(snapshot("r", 1))
-                assert (await tool.latest("r")) == snapshot("r", 1)
-                assert kernel.registry.tool_status("checkpoint") is ToolStatus.OK
-        finally:
-            await admin.execute(f"DROP SCHEMA IF EXISTS {missing} CASCADE")
-            await admin.close()
+    async with schema_created_later() as (url, create_schema):
+        monkeypatch.setenv("CHECKPOINT_URL", url)
+        async with booted(make_linked_root(tmp_path, tools=("checkpoint",))) as kernel:
+            state = kernel.registry.get_system_dump()["tools"]["checkpoint"]
+            assert state["status"] == ToolStatus.DEAD
+            assert "the checkpoints' PostgreSQL cannot create its table" in state["message"]
+            await create_schema()
+            tool = kernel.container.get("checkpoint")
+            await tool.save(snapshot("r", 1))
+            assert (await tool.latest("r")) == snapshot("r", 1)
+            assert kernel.registry.tool_status("checkpoint") is ToolStatus.OK

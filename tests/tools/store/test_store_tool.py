@@ -4,15 +4,12 @@ recovery through the kernel's proxy, and several processes sharing one backend."
 from __future__ import annotations
 
 import asyncio
-import re
-import uuid
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-import asyncpg
 import pytest
 
 from core.contracts.errors import ErrorClass, StoreUnavailable, classify
@@ -22,7 +19,7 @@ from tests.kit import booted
 from tests.tools.auth.roots import make_linked_root
 from tests.tools.db.db_fixtures import Forwarder, through
 from tests.tools.store.conftest import StoreUnderTest
-from tests.tools.store.services import pg_base_url, postgres_url, redis_namespace
+from tests.tools.store.services import postgres_url, redis_namespace, schema_created_later, set_up_together
 from tests.tools.store.store_fixtures import new_store, started_store
 from tools.store.errors import StoreEncodeError
 
@@ -240,36 +237,24 @@ async def test_an_unreachable_server_at_boot_is_dead_and_connects_later(
 async def test_processes_booting_together_on_a_fresh_database_all_start(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv("STORE_POOL_MAX", "1")
     for round_ in range(3):  # the catalog collision this guards against is a race: give it chances
         async with postgres_url() as url:
             monkeypatch.setenv("STORE_URL", url)
-            monkeypatch.setenv("STORE_POOL_MAX", "1")
-            tools = [new_store(tmp_path / f"{round_}-{n}") for n in range(8)]
-            outcomes = await asyncio.gather(*(tool.setup() for tool in tools), return_exceptions=True)
-            for tool in tools:
-                await tool.shutdown()
-            assert [o for o in outcomes if o is not None] == []
+            assert await set_up_together([new_store(tmp_path / f"{round_}-{n}") for n in range(8)]) == []
 
 
 async def test_a_database_that_refuses_the_table_at_boot_is_dead_and_recovers_once_it_accepts_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    async with postgres_url() as url:
-        missing = f"keel_later_{uuid.uuid4().hex[:12]}"
-        # The search_path names a schema that does not exist yet: PostgreSQL refuses CREATE TABLE.
-        monkeypatch.setenv("STORE_URL", re.sub(r"search_path=[^&]*", f"search_path={missing}", url))
-        root = make_linked_root(tmp_path, tools=("store",))
-        admin = await asyncpg.connect(pg_base_url())
-        try:
-            async with booted(root) as kernel:
-                state = kernel.registry.get_system_dump()["tools"]["store"]
-                assert state["status"] == ToolStatus.DEAD
-                assert "the store's PostgreSQL" in state["message"]
-                await admin.execute(f"CREATE SCHEMA {missing}")
-                store = kernel.container.get("store")
-                await store.set("k", "v")
-                assert await store.get("k") == "v"
-                assert kernel.registry.tool_status("store") is ToolStatus.OK
-        finally:
-            await admin.execute(f"DROP SCHEMA IF EXISTS {missing} CASCADE")
-            await admin.close()
+    async with schema_created_later() as (url, create_schema):
+        monkeypatch.setenv("STORE_URL", url)
+        async with booted(make_linked_root(tmp_path, tools=("store",))) as kernel:
+            state = kernel.registry.get_system_dump()["tools"]["store"]
+            assert state["status"] == ToolStatus.DEAD
+            assert "the store's PostgreSQL cannot create its table" in state["message"]
+            await create_schema()
+            store = kernel.container.get("store")
+            await store.set("k", "v")
+            assert await store.get("k") == "v"
+            assert kernel.registry.tool_status("store") is ToolStatus.OK
