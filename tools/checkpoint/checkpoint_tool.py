@@ -70,9 +70,13 @@ class CheckpointTool(BaseTool):
         self.keep_versions = DEFAULT_KEEP_VERSIONS
 
     async def setup(self) -> None:
+        url = checkpoint_url()
+        backend = url.split(":", 1)[0] if ":" in url else "sqlite"
+        shared = backend in ("postgresql", "postgres")  # a database server other processes reach too
+        self.kernel_registry.set_capability(self.name, {"backend": backend, "shared": shared})
         try:
             self.keep_versions = _keep_versions()
-            self._backend = make_backend(checkpoint_url(), self.project_root)
+            self._backend = make_backend(url, self.project_root)
         except ValueError as exc:
             self._reason = f"the checkpoint tool is misconfigured: {exc}"
             raise

@@ -75,8 +75,13 @@ class StoreTool(BaseTool):
         self._locks: dict[tuple[str, str], tuple[asyncio.Lock, int]] = {}
 
     async def setup(self) -> None:
+        url = os.environ.get("STORE_URL", "")
+        backend = url.split(":", 1)[0] if ":" in url else "memory"
+        # What other processes can share: a database or Redis server, not this process's memory.
+        shared = backend in ("postgresql", "postgres", "redis", "rediss")
+        self.kernel_registry.set_capability(self.name, {"backend": backend, "shared": shared})
         try:
-            self._backend = make_backend(os.environ.get("STORE_URL", ""), self.project_root)
+            self._backend = make_backend(url, self.project_root)
         except ValueError as exc:
             self._backend = NotReadyBackend(f"the store is misconfigured: {exc}")
             raise
