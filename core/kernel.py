@@ -552,7 +552,13 @@ def _python_files(directory: Path) -> list[Path]:
     """Every ``*.py`` below ``directory``, following linked folders (``Path.rglob`` does not on
     Python 3.11), skipping caches and test files; sorted so discovery order is stable."""
     found: list[Path] = []
+    seen: set[str] = set()
     for folder, subfolders, files in os.walk(directory, followlinks=True):
+        real = os.path.realpath(folder)
+        if real in seen:  # a link back up the tree: walked already, and walking it again never ends
+            subfolders[:] = []
+            continue
+        seen.add(real)
         subfolders[:] = sorted(d for d in subfolders if d != "__pycache__")
         found.extend(
             Path(folder, name) for name in files if name.endswith(".py") and not name.startswith("test_")

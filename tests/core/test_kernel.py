@@ -474,3 +474,11 @@ async def test_one_server_failing_stops_the_others(tmp_path: Path) -> None:
     finally:
         await kernel.shutdown()
     assert served is False
+
+
+async def test_a_link_back_up_the_tools_tree_is_walked_once(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    write(root, "tools/greeter/greeter_tool.py", GREETER_TOOL)
+    (root / "tools" / "greeter" / "again").symlink_to(root / "tools" / "greeter", target_is_directory=True)
+    async with booted(root) as kernel:
+        assert kernel.container.get("greeter").greet("once") == "hello once"
