@@ -322,7 +322,11 @@ class Kernel:
         for plugin in plugins:
             context = contextvars.copy_context()
             context.run(_enter, plugin.owner, f"{plugin.plugin_id}.on_boot")
-            tasks.append(asyncio.create_task(_hook(plugin.instance.on_boot), context=context))
+            hook = plugin.instance.on_boot
+            # An async hook becomes the task itself (creating the coroutine runs none of its code);
+            # only a plain one needs the wrapper that moves it to a thread.
+            work = hook() if _is_coroutine_function(hook) else _hook(hook)
+            tasks.append(asyncio.create_task(work, context=context))
         _, pending = await asyncio.wait(tasks, timeout=limit)
         for task in pending:
             task.cancel()  # a hook that ignores cancellation is abandoned, never waited for
