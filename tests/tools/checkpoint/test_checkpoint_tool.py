@@ -17,8 +17,7 @@ from core.contracts.ports import Checkpoint
 from core.errors import ToolUnavailableError
 from core.registry import ToolStatus
 from core.state.stores import CheckpointVersionConflict
-from tests.kit import booted
-from tests.tools.auth.roots import make_linked_root
+from tests.kit import booted, make_root
 from tests.tools.checkpoint.checkpoint_fixtures import new_checkpoint, started_checkpoint
 from tests.tools.checkpoint.conftest import tool_on
 from tests.tools.db.db_fixtures import Forwarder, through
@@ -103,7 +102,7 @@ async def test_without_checkpoint_url_it_follows_database_url(
 
 
 async def test_it_shares_the_file_with_the_db_tool(tmp_path: Path) -> None:
-    root = make_linked_root(tmp_path, tools=("db", "checkpoint"))
+    root = make_root(tmp_path, tools=("db", "checkpoint"))
     async with booted(root) as kernel:
         dump = kernel.registry.get_system_dump()["tools"]
         assert dump["checkpoint"]["status"] == ToolStatus.OK
@@ -154,7 +153,7 @@ async def test_a_setting_that_cannot_be_used_makes_it_dead(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, value: str, fragment: str
 ) -> None:
     monkeypatch.setenv(name, value)
-    root = make_linked_root(tmp_path, tools=("checkpoint",))
+    root = make_root(tmp_path, tools=("checkpoint",))
     async with booted(root) as kernel:
         state = kernel.registry.get_system_dump()["tools"]["checkpoint"]
         assert state["status"] == ToolStatus.DEAD and fragment in state["message"]
@@ -171,7 +170,7 @@ async def test_an_outage_marks_it_dead_until_the_database_answers_again(
         await relay.start()
         monkeypatch.setenv("CHECKPOINT_URL", through(url, relay.port))
         monkeypatch.setenv("CHECKPOINT_CONNECT_TIMEOUT", "2")
-        root = make_linked_root(tmp_path, tools=("checkpoint",))
+        root = make_root(tmp_path, tools=("checkpoint",))
         try:
             async with booted(root) as kernel:
                 tool = kernel.container.get("checkpoint")
@@ -214,7 +213,7 @@ async def test_a_database_that_refuses_the_table_at_boot_is_dead_and_recovers_on
 ) -> None:
     async with schema_created_later() as (url, create_schema):
         monkeypatch.setenv("CHECKPOINT_URL", url)
-        async with booted(make_linked_root(tmp_path, tools=("checkpoint",))) as kernel:
+        async with booted(make_root(tmp_path, tools=("checkpoint",))) as kernel:
             state = kernel.registry.get_system_dump()["tools"]["checkpoint"]
             assert state["status"] == ToolStatus.DEAD
             assert "the checkpoints' PostgreSQL cannot create its table" in state["message"]

@@ -11,8 +11,7 @@ from core.contracts.ports import LLMPort
 from core.contracts.types import Message
 from core.errors import ServiceUnavailableError
 from core.registry import ToolStatus
-from tests.kit import booted
-from tests.tools.auth.roots import make_linked_root
+from tests.kit import booted, make_root
 from tests.tools.llm.llm_fixtures import new_llm, started_llm
 from tools.llm.errors import LLMErrorReason, LLMNotConfiguredError
 
@@ -20,7 +19,7 @@ NOT_CONFIGURED = "LLM not configured: set LLM_BASE_URL"
 
 
 async def test_without_a_base_url_the_tool_is_off_and_every_call_says_what_to_set(tmp_path: Path) -> None:
-    root = make_linked_root(tmp_path, tools=("llm",))
+    root = make_root(tmp_path, tools=("llm",))
     async with booted(root) as kernel:
         dump = kernel.registry.get_system_dump()["tools"]["llm"]
         assert dump["status"] == ToolStatus.OFF
@@ -64,7 +63,7 @@ async def test_an_unusable_value_makes_the_tool_dead_with_the_reason(
 ) -> None:
     monkeypatch.setenv("LLM_BASE_URL", "http://127.0.0.1:9/v1")
     monkeypatch.setenv(name, value)
-    root = make_linked_root(tmp_path, tools=("llm",))
+    root = make_root(tmp_path, tools=("llm",))
     async with booted(root) as kernel:
         dump = kernel.registry.get_system_dump()["tools"]["llm"]
         assert dump["status"] == ToolStatus.DEAD
@@ -90,7 +89,7 @@ async def test_the_echo_provider_is_offline_deterministic_and_says_so_in_the_dum
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("LLM_PROVIDER", "echo")
-    root = make_linked_root(tmp_path, tools=("llm",))
+    root = make_root(tmp_path, tools=("llm",))
     async with booted(root) as kernel:
         dump = kernel.registry.get_system_dump()["tools"]["llm"]
         assert dump["status"] == ToolStatus.OK

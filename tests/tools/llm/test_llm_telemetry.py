@@ -15,8 +15,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind, StatusCode
 
 from core.contracts.types import Message
-from tests.kit import booted
-from tests.tools.auth.roots import make_linked_root
+from tests.kit import booted, make_root
 from tests.tools.llm.openai_server import OpenAIServer, Reply, text_reply
 from tools.llm.errors import LLMError
 from tools.llm.llm_tool import LlmTool
@@ -124,7 +123,7 @@ async def test_with_the_telemetry_tool_on_model_calls_are_spans(
     monkeypatch.setenv("OTEL_TRACES_EXPORTER", "memory")
     monkeypatch.setenv("OTEL_METRICS_EXPORTER", "memory")
     monkeypatch.setenv("LLM_PROVIDER", "echo")
-    root = make_linked_root(tmp_path, tools=("llm", "telemetry"))
+    root = make_root(tmp_path, tools=("llm", "telemetry"))
     async with booted(root) as kernel:
         await kernel.container.get("llm").chat(messages=HELLO, model="")
         exported = kernel.container.get("telemetry").memory_exporter.get_finished_spans()

@@ -15,8 +15,7 @@ import pytest
 from core.contracts.errors import ErrorClass, StoreUnavailable, classify
 from core.errors import ToolUnavailableError
 from core.registry import ToolStatus
-from tests.kit import booted
-from tests.tools.auth.roots import make_linked_root
+from tests.kit import booted, make_root
 from tests.tools.db.db_fixtures import Forwarder, through
 from tests.tools.store.conftest import StoreUnderTest
 from tests.tools.store.services import postgres_url, redis_namespace, schema_created_later, set_up_together
@@ -75,7 +74,7 @@ async def test_a_store_url_that_cannot_be_used_makes_the_tool_dead_and_every_cal
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, url: str, fragment: str
 ) -> None:
     monkeypatch.setenv("STORE_URL", url)
-    root = make_linked_root(tmp_path, tools=("store",))
+    root = make_root(tmp_path, tools=("store",))
     async with booted(root) as kernel:
         state = kernel.registry.get_system_dump()["tools"]["store"]
         assert state["status"] == ToolStatus.DEAD and fragment in state["message"]
@@ -84,7 +83,7 @@ async def test_a_store_url_that_cannot_be_used_makes_the_tool_dead_and_every_cal
 
 
 async def test_the_default_is_in_memory_and_the_dump_says_so(tmp_path: Path) -> None:
-    root = make_linked_root(tmp_path, tools=("store",))
+    root = make_root(tmp_path, tools=("store",))
     async with booted(root) as kernel:
         state = kernel.registry.get_system_dump()["tools"]["store"]
         assert state["status"] == ToolStatus.OK
@@ -193,7 +192,7 @@ async def test_an_outage_marks_the_tool_dead_and_the_next_success_recovers_it(
         await relay.start()
         monkeypatch.setenv("STORE_URL", through(url, relay.port))
         monkeypatch.setenv("STORE_CONNECT_TIMEOUT", "2")
-        root = make_linked_root(tmp_path, tools=("store",))
+        root = make_root(tmp_path, tools=("store",))
         try:
             async with booted(root) as kernel:
                 store = kernel.container.get("store")
@@ -219,7 +218,7 @@ async def test_an_unreachable_server_at_boot_is_dead_and_connects_later(
         relay = Forwarder(parts.hostname or "127.0.0.1", parts.port or 5432)
         monkeypatch.setenv("STORE_URL", through(url, relay.port))
         monkeypatch.setenv("STORE_CONNECT_TIMEOUT", "2")
-        root = make_linked_root(tmp_path, tools=("store",))
+        root = make_root(tmp_path, tools=("store",))
         try:
             async with booted(root) as kernel:
                 state = kernel.registry.get_system_dump()["tools"]["store"]
@@ -249,7 +248,7 @@ async def test_a_database_that_refuses_the_table_at_boot_is_dead_and_recovers_on
 ) -> None:
     async with schema_created_later() as (url, create_schema):
         monkeypatch.setenv("STORE_URL", url)
-        async with booted(make_linked_root(tmp_path, tools=("store",))) as kernel:
+        async with booted(make_root(tmp_path, tools=("store",))) as kernel:
             state = kernel.registry.get_system_dump()["tools"]["store"]
             assert state["status"] == ToolStatus.DEAD
             assert "the store's PostgreSQL cannot create its table" in state["message"]
