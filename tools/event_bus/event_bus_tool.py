@@ -81,7 +81,8 @@ DRAIN_SECONDS = 5.0
 
 _event_var = current_event_id_var
 _identity_var = current_identity_var
-_current_task = asyncio.current_task
+_get_running_loop = asyncio.get_running_loop
+_new_record = object.__new__
 _new_event = tuple.__new__  # Event(...) without the generated __new__'s argument handling
 _OK = Outcome.OK  # enum member lookups cost more than a global on every delivery
 _NO_SUBSCRIBERS: tuple[tuple[Subscription, ...], list[str]] = ((), [])
@@ -102,7 +103,10 @@ class EventBusTool(BaseTool):
         self._subscribers: dict[str, tuple[tuple[Subscription, ...], list[str]]] = {}
         self._staged: dict[str, list[Subscription]] = {}  # staging owner -> subscriptions waiting
         self._replies: dict[str, asyncio.Future[Any]] = {}
-        self._tasks: set[asyncio.Task[None]] = set()
+        # Deliveries in flight, by (trace record, subscriber index): held here so no task is
+        # collected while it runs, each dropped by its own ``finally``. Keyed rather than a set of
+        # tasks because a task finding itself (``asyncio.current_task``) costs a Python call here.
+        self._tasks: dict[tuple[TraceRecord, int], asyncio.Task[Any]] = {}
         self._prefix = uuid.uuid4().hex[:12] + "-"
         self.published = 0  # also the number in the next event's id
         self.failed_deliveries = 0
@@ -127,7 +131,7 @@ class EventBusTool(BaseTool):
         """Let deliveries in flight finish (bounded), cancel the rest, close the backend."""
         if self._broker is not None:
             await self._broker.stop_receiving()
-        tasks = set(self._tasks)
+        tasks = set(self._tasks.values())
         if tasks:
             _, pending = await asyncio.wait(tasks, timeout=DRAIN_SECONDS)
             for task in pending:
@@ -159,7 +163,14 @@ class EventBusTool(BaseTool):
 
     async def publish(self, name: str, payload: Any = None) -> str:
         """Send an event to every subscriber of ``name``; return its id at once."""
-        event = self._event(name, payload)
+        # What ``_event`` does, inlined: this is the bus's hottest path.
+        if type(name) is not str or not name:
+            raise EventBusError(f"an event name is a non-empty string, got {name!r}")
+        frozen = freeze_json(payload)
+        self.published = number = self.published + 1
+        event = _new_event(
+            Event, (f"{self._prefix}{number}", name, frozen, _event_var.get(), _identity_var.get(), time())
+        )
         handing_over = self._backend.send(event)
         if handing_over is not None:
             await handing_over
@@ -254,22 +265,36 @@ class EventBusTool(BaseTool):
             self._trace.open(event, identities)
             self._unanswered(event)
             return
-        record = TraceRecord(event, identities)
+        # TraceRecord(event, identities), without the class call: this runs for every event.
+        record = _new_record(TraceRecord)
+        record.event = event
+        record.subscribers = identities
+        record.results = [None] * len(identities)
+        record.pending = len(identities)
+        record.started = perf_counter()
+        record.seq = 0
         self._trace.keep(record)
         # Each task is held here until its own ``finally`` drops it (cheaper than a done-callback,
         # which would cost the loop one more scheduled call per delivery).
-        add = self._tasks.add
-        create_task = asyncio.get_running_loop().create_task
+        create_task = _get_running_loop().create_task
+        if len(subscriptions) == 1:  # the common case, without the loop's set-up
+            self._tasks[record, 0] = create_task(self._deliver(subscriptions[0], event, record, 0))
+            return
+        tasks = self._tasks
         deliver = self._deliver
         for index, subscription in enumerate(subscriptions):
-            add(create_task(deliver(subscription, event, record, index)))
+            tasks[record, index] = create_task(deliver(subscription, event, record, index))
 
     async def _deliver(
         self, subscription: Subscription, event: Event, record: TraceRecord, index: int
     ) -> Any:
-        """Run one subscriber on one event; return what it returned (``None`` if it raised)."""
-        event_token = _event_var.set(event.id)
-        identity_token = _identity_var.set(subscription.identity)
+        """Run one subscriber on one event; return what it returned (``None`` if it raised).
+
+        Sets the context variables for the subscriber and leaves them set: this runs as a task
+        of its own, whose context copy ends with it. A caller awaiting it inline resets them.
+        """
+        _event_var.set(event.id)
+        _identity_var.set(subscription.identity)
         started = perf_counter()
         outcome, error, result = _OK, None, None
         try:
@@ -305,9 +330,7 @@ class EventBusTool(BaseTool):
                 self._trace.complete(record, now)
                 if self._replies:
                     self._unanswered(event)
-            _identity_var.reset(identity_token)
-            _event_var.reset(event_token)
-            self._tasks.discard(_current_task())
+            self._tasks.pop((record, index), None)
         return result
 
     async def _deliver_group(
@@ -326,11 +349,18 @@ class EventBusTool(BaseTool):
         record = TraceRecord(event, identities)
         self._trace.keep(record)
         if len(chosen) == 1:
-            answers = [await self._deliver(chosen[0], event, record, 0)]
+            # Awaited in this task, so the context variables _deliver sets are put back after.
+            event_token = _event_var.set(event.id)
+            identity_token = _identity_var.set(chosen[0].identity)
+            try:
+                answers = [await self._deliver(chosen[0], event, record, 0)]
+            finally:
+                _identity_var.reset(identity_token)
+                _event_var.reset(event_token)
         else:
             create_task = asyncio.get_running_loop().create_task
             tasks = [create_task(self._deliver(s, event, record, i)) for i, s in enumerate(chosen)]
-            self._tasks.update(tasks)
+            self._tasks.update(((record, i), task) for i, task in enumerate(tasks))
             answers = await asyncio.gather(*tasks)
         failures = {
             identities[i]: result[1] or "failed"
