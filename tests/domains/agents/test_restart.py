@@ -24,8 +24,8 @@ from tests.domains.agents.agents_kit import (
     wait_for_status,
 )
 from tests.domains.agents.conftest import Files
-from tests.kit import PROJECT, serving
-from tests.tools.store.store_fixtures import started_store
+from tests.kit import PROJECT, serving, started_tool
+from tools.store.store_tool import StoreTool
 
 FIRST_PROCESS = script(
     {"content": "Sending.", "tool_calls": [call("c1", "send_email", to="ada@example.org")]},
@@ -124,7 +124,7 @@ async def test_a_result_recorded_before_the_stop_is_used_instead_of_calling_agai
         key = latest.state["pending"]["key"]
     assert key == f"agents:tool:{run_id}:2:c9"
     # As if the call had returned and been recorded just before the process died.
-    async with started_store(root) as store:
+    async with started_tool(StoreTool, root) as store:
         await store.set(key, {"result": "recorded earlier", "text": "recorded earlier"})
     monkeypatch.setenv("FAKE_LLM_SCRIPT", script({"content": "Done."}))
     async with serving(root) as (kernel, base_url), httpx.AsyncClient(base_url=base_url) as client:

@@ -15,8 +15,9 @@ from typing import Any
 import pytest
 
 from core.state.stores import InMemoryCheckpointStore
-from tests.tools.checkpoint.checkpoint_fixtures import started_checkpoint
+from tests.kit import started_tool
 from tests.tools.store.services import postgres_url
+from tools.checkpoint.checkpoint_tool import CheckpointTool
 
 TOOL_BACKENDS = ("memory", "sqlite", "postgresql")
 
@@ -38,7 +39,7 @@ async def tool_on(backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
             monkeypatch.setenv("CHECKPOINT_URL", "sqlite:///data/checkpoints.db")
         else:
             monkeypatch.setenv("CHECKPOINT_URL", url)
-        async with started_checkpoint(tmp_path) as tool:
+        async with started_tool(CheckpointTool, tmp_path) as tool:
             yield tool
 
 

@@ -17,11 +17,11 @@ from core.contracts.ports import Checkpoint
 from core.errors import ToolUnavailableError
 from core.registry import ToolStatus
 from core.state.stores import CheckpointVersionConflict
-from tests.kit import booted, make_root
-from tests.tools.checkpoint.checkpoint_fixtures import new_checkpoint, started_checkpoint
+from tests.kit import booted, bound_tool, make_root, started_tool
 from tests.tools.checkpoint.conftest import tool_on
 from tests.tools.db.db_fixtures import Forwarder, through
 from tests.tools.store.services import postgres_url, schema_created_later, set_up_together
+from tools.checkpoint.checkpoint_tool import CheckpointTool
 from tools.checkpoint.errors import CheckpointConflict, CheckpointEncodeError
 
 
@@ -52,7 +52,7 @@ async def test_only_the_newest_versions_are_kept(keeping_three: Any) -> None:
 async def test_keep_zero_keeps_everything(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CHECKPOINT_URL", "memory://")
     monkeypatch.setenv("CHECKPOINT_KEEP_VERSIONS", "0")
-    async with started_checkpoint(tmp_path) as tool:
+    async with started_tool(CheckpointTool, tmp_path) as tool:
         for version in range(1, 31):
             await tool.save(snapshot("r", version))
         assert len(await tool.list_versions("r")) == 30
@@ -85,10 +85,10 @@ async def test_the_conflict_says_how_far_the_run_got(checkpoint: Any) -> None:
 
 
 async def test_by_default_it_uses_the_db_tools_sqlite_file(tmp_path: Path) -> None:
-    async with started_checkpoint(tmp_path) as tool:
+    async with started_tool(CheckpointTool, tmp_path) as tool:
         await tool.save(snapshot("r", 1))
     assert (tmp_path / "data" / "keel.db").exists()
-    async with started_checkpoint(tmp_path) as tool:  # and it is durable
+    async with started_tool(CheckpointTool, tmp_path) as tool:  # and it is durable
         assert (await tool.latest("r")) == snapshot("r", 1)
 
 
@@ -96,7 +96,7 @@ async def test_without_checkpoint_url_it_follows_database_url(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("DATABASE_URL", "sqlite:///elsewhere/app.db")
-    async with started_checkpoint(tmp_path) as tool:
+    async with started_tool(CheckpointTool, tmp_path) as tool:
         await tool.save(snapshot("r", 1))
     assert (tmp_path / "elsewhere" / "app.db").exists()
 
@@ -129,7 +129,10 @@ async def test_two_processes_producing_one_run_cannot_fork_it(
 ) -> None:
     async with postgres_url() if backend == "postgresql" else nullcontext() as url:
         monkeypatch.setenv("CHECKPOINT_URL", url or f"sqlite:///{tmp_path}/shared.db")
-        async with started_checkpoint(tmp_path / "a") as first, started_checkpoint(tmp_path / "b") as second:
+        async with (
+            started_tool(CheckpointTool, tmp_path / "a") as first,
+            started_tool(CheckpointTool, tmp_path / "b") as second,
+        ):
             await first.save(snapshot("r", 1))
             results = await asyncio.gather(
                 first.save(snapshot("r", 2, {"by": "first"})),
@@ -192,7 +195,7 @@ async def test_a_sqlite_file_that_cannot_be_created_is_unavailable(
 ) -> None:
     (tmp_path / "blocker").write_text("a file where the folder should be")
     monkeypatch.setenv("CHECKPOINT_URL", "sqlite:///blocker/cp.db")
-    tool = new_checkpoint(tmp_path)
+    tool = bound_tool(CheckpointTool, tmp_path)
     with pytest.raises(ToolUnavailableError):
         await tool.setup()
 
@@ -204,7 +207,7 @@ async def test_processes_booting_together_on_a_fresh_database_all_start(
     for round_ in range(3):  # the catalog collision this guards against is a race: give it chances
         async with postgres_url() as url:
             monkeypatch.setenv("CHECKPOINT_URL", url)
-            tools = [new_checkpoint(tmp_path / f"{round_}-{n}") for n in range(8)]
+            tools = [bound_tool(CheckpointTool, tmp_path / f"{round_}-{n}") for n in range(8)]
             assert await set_up_together(tools) == []
 
 

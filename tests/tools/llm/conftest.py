@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.tools.llm.llm_fixtures import started_llm
+from tests.kit import started_tool
 from tests.tools.llm.openai_server import OpenAIServer
 from tools.llm.llm_tool import LlmTool
 
@@ -34,5 +34,5 @@ async def llm(
     monkeypatch.setenv("LLM_BASE_URL", server.base_url)
     monkeypatch.setenv("LLM_MODEL", "test-model")
     monkeypatch.setenv("LLM_PRICES", '{"test-model": {"input": 1.0, "output": 2.0, "cache_read": 0.5}}')
-    async with started_llm(tmp_path) as tool:
+    async with started_tool(LlmTool, tmp_path) as tool:
         yield tool

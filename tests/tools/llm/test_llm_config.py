@@ -11,9 +11,9 @@ from core.contracts.ports import LLMPort
 from core.contracts.types import Message
 from core.errors import ServiceUnavailableError
 from core.registry import ToolStatus
-from tests.kit import booted, make_root
-from tests.tools.llm.llm_fixtures import new_llm, started_llm
+from tests.kit import booted, bound_tool, make_root, started_tool
 from tools.llm.errors import LLMErrorReason, LLMNotConfiguredError
+from tools.llm.llm_tool import LlmTool
 
 NOT_CONFIGURED = "LLM not configured: set LLM_BASE_URL"
 
@@ -79,7 +79,7 @@ async def test_a_price_file_relative_to_the_root_is_read(
     (tmp_path / "prices.json").write_text('{"echo": {"input": 1000000, "output": 0}}')
     monkeypatch.setenv("LLM_PROVIDER", "echo")
     monkeypatch.setenv("LLM_PRICES_FILE", "prices.json")
-    async with started_llm(tmp_path) as llm:
+    async with started_tool(LlmTool, tmp_path) as llm:
         result = await llm.chat(messages=[Message("user", "two words")], model="")
     assert result.usage.input_tokens == 2
     assert result.usage.cost_usd == 2.0
@@ -112,12 +112,12 @@ async def test_the_echo_provider_is_offline_deterministic_and_says_so_in_the_dum
 async def test_the_default_model_is_llm_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("LLM_PROVIDER", "echo")
     monkeypatch.setenv("LLM_MODEL", "tiny")
-    async with started_llm(tmp_path) as llm:
+    async with started_tool(LlmTool, tmp_path) as llm:
         assert llm.default_model == "tiny"
         result = await llm.complete(system="sys", user="ping", model="")
     assert result.model == "tiny" and result.content == "echo: ping"
 
 
 def test_an_unset_tool_is_still_an_llm_port(tmp_path: Path) -> None:
-    tool, _ = new_llm(tmp_path)
+    tool = bound_tool(LlmTool, tmp_path)
     assert isinstance(tool, LLMPort)

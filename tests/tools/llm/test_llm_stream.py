@@ -12,7 +12,7 @@ from core.contracts.ports import LLMPort
 from core.contracts.types import ChatRequest, Delta, FinishReason, Message, ToolCall, ToolSchema, Usage
 from core.policies import retry
 from core.testing import make_test_ctx
-from tests.tools.llm.llm_fixtures import started_llm
+from tests.kit import started_tool
 from tests.tools.llm.openai_server import OpenAIServer, Reply, chunk, text_reply, tool_call_reply, usage_chunk
 from tools.llm.errors import (
     LLMError,
@@ -99,7 +99,7 @@ async def test_no_tools_sends_no_tools_key_and_the_api_key_is_a_bearer_token(
     monkeypatch.setenv("LLM_BASE_URL", server.base_url)
     monkeypatch.setenv("LLM_API_KEY", "sk-test")
     monkeypatch.setenv("LLM_STREAM_USAGE", "false")
-    async with started_llm(tmp_path) as llm:
+    async with started_tool(LlmTool, tmp_path) as llm:
         deltas = await collect(llm, tools=None)
     request = server.requests[-1]
     assert "tools" not in request["json"] and "stream_options" not in request["json"]
@@ -338,7 +338,7 @@ async def test_a_server_that_stops_answering_times_out(
     monkeypatch.setenv("LLM_TIMEOUT_SECONDS", "0.2")
     gate = asyncio.Event()  # never set: the server goes quiet before its first chunk
     server.enqueue(Reply([chunk(content="late")], gate=gate))
-    async with started_llm(tmp_path) as llm:
+    async with started_tool(LlmTool, tmp_path) as llm:
         with pytest.raises(LLMError) as caught:
             await collect(llm)
     assert caught.value.reason is LLMErrorReason.TIMEOUT
@@ -352,7 +352,7 @@ async def test_an_unreachable_server_is_a_tool_unavailable_error(
     async with OpenAIServer() as gone:
         url = gone.base_url
     monkeypatch.setenv("LLM_BASE_URL", url)
-    async with started_llm(tmp_path) as llm:
+    async with started_tool(LlmTool, tmp_path) as llm:
         with pytest.raises(LLMUnavailableError) as caught:
             await collect(llm)
     assert classify(caught.value) is ErrorClass.TRANSIENT

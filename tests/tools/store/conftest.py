@@ -20,8 +20,9 @@ import pytest
 
 from core.state.stores import InMemoryStore
 from core.testing import FakeClock
+from tests.kit import started_tool
 from tests.tools.store.services import postgres_url, redis_namespace
-from tests.tools.store.store_fixtures import started_store
+from tools.store.store_tool import StoreTool
 
 TOOL_BACKENDS = ("memory", "sqlite", "postgresql", "redis")
 
@@ -60,7 +61,7 @@ async def tool_store(
             url, prefix = resource
             monkeypatch.setenv("STORE_URL", url)
             monkeypatch.setenv("STORE_KEY_PREFIX", prefix)
-        async with started_store(tmp_path) as tool:
+        async with started_tool(StoreTool, tmp_path) as tool:
             yield StoreUnderTest(tool, backend, asyncio.sleep)
 
 

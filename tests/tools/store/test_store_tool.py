@@ -15,12 +15,12 @@ import pytest
 from core.contracts.errors import ErrorClass, StoreUnavailable, classify
 from core.errors import ToolUnavailableError
 from core.registry import ToolStatus
-from tests.kit import booted, make_root
+from tests.kit import booted, bound_tool, make_root, started_tool
 from tests.tools.db.db_fixtures import Forwarder, through
 from tests.tools.store.conftest import StoreUnderTest
 from tests.tools.store.services import postgres_url, redis_namespace, schema_created_later, set_up_together
-from tests.tools.store.store_fixtures import new_store, started_store
 from tools.store.errors import StoreEncodeError
+from tools.store.store_tool import StoreTool
 
 
 @pytest.mark.parametrize(
@@ -97,10 +97,10 @@ async def test_the_default_is_in_memory_and_the_dump_says_so(tmp_path: Path) -> 
 
 async def test_a_sqlite_store_survives_a_restart(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("STORE_URL", "sqlite:///data/store.db")
-    async with started_store(tmp_path) as store:
+    async with started_tool(StoreTool, tmp_path) as store:
         await store.set("kept", {"v": 1})
         await store.increment("n", 3)
-    async with started_store(tmp_path) as store:
+    async with started_tool(StoreTool, tmp_path) as store:
         assert await store.get("kept") == {"v": 1}
         assert await store.increment("n") == 4
     assert (tmp_path / "data" / "store.db").exists()
@@ -132,7 +132,10 @@ async def test_two_instances_share_values_and_never_lose_an_increment(
     backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     async with shared_backend(backend, tmp_path, monkeypatch):
-        async with started_store(tmp_path / "a") as first, started_store(tmp_path / "b") as second:
+        async with (
+            started_tool(StoreTool, tmp_path / "a") as first,
+            started_tool(StoreTool, tmp_path / "b") as second,
+        ):
             await first.set("greeting", "hi")
             assert await second.get("greeting") == "hi"
             await asyncio.gather(*(s.increment("total") for s in [first, second] * 20))
@@ -146,7 +149,10 @@ async def test_across_instances_the_first_value_stored_wins(
     backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     async with shared_backend(backend, tmp_path, monkeypatch):
-        async with started_store(tmp_path / "a") as first, started_store(tmp_path / "b") as second:
+        async with (
+            started_tool(StoreTool, tmp_path / "a") as first,
+            started_tool(StoreTool, tmp_path / "b") as second,
+        ):
             both_started = asyncio.Barrier(2)
 
             def producer(value: str) -> Any:
@@ -167,7 +173,7 @@ async def test_an_unopenable_sqlite_file_is_unavailable(
 ) -> None:
     (tmp_path / "blocker").write_text("a file where the folder should be")
     monkeypatch.setenv("STORE_URL", "sqlite:///blocker/store.db")
-    tool = new_store(tmp_path)
+    tool = bound_tool(StoreTool, tmp_path)
     with pytest.raises(StoreUnavailable) as caught:
         await tool.setup()
     assert isinstance(caught.value, ToolUnavailableError)
@@ -240,7 +246,8 @@ async def test_processes_booting_together_on_a_fresh_database_all_start(
     for round_ in range(3):  # the catalog collision this guards against is a race: give it chances
         async with postgres_url() as url:
             monkeypatch.setenv("STORE_URL", url)
-            assert await set_up_together([new_store(tmp_path / f"{round_}-{n}") for n in range(8)]) == []
+            tools = [bound_tool(StoreTool, tmp_path / f"{round_}-{n}") for n in range(8)]
+            assert await set_up_together(tools) == []
 
 
 async def test_a_database_that_refuses_the_table_at_boot_is_dead_and_recovers_once_it_accepts_it(
