@@ -103,10 +103,10 @@ class EventBusTool(BaseTool):
         self._subscribers: dict[str, tuple[tuple[Subscription, ...], list[str]]] = {}
         self._staged: dict[str, list[Subscription]] = {}  # staging owner -> subscriptions waiting
         self._replies: dict[str, asyncio.Future[Any]] = {}
-        # Deliveries in flight, by (trace record, subscriber index): held here so no task is
-        # collected while it runs, each dropped by its own ``finally``. Keyed rather than a set of
-        # tasks because a task finding itself (``asyncio.current_task``) costs a Python call here.
-        self._tasks: dict[tuple[TraceRecord, int], asyncio.Task[Any]] = {}
+        # Deliveries in flight, held here so no task is collected while it runs, each dropped by
+        # its own ``finally``. Keyed by what the delivery knows (``_delivery_key``), because a
+        # task finding itself (``asyncio.current_task``) costs a Python call per delivery.
+        self._tasks: dict[object, asyncio.Task[Any]] = {}
         self._prefix = uuid.uuid4().hex[:12] + "-"
         self.published = 0  # also the number in the next event's id
         self.failed_deliveries = 0
@@ -278,12 +278,12 @@ class EventBusTool(BaseTool):
         # which would cost the loop one more scheduled call per delivery).
         create_task = _get_running_loop().create_task
         if len(subscriptions) == 1:  # the common case, without the loop's set-up
-            self._tasks[record, 0] = create_task(self._deliver(subscriptions[0], event, record, 0))
+            self._tasks[record] = create_task(self._deliver(subscriptions[0], event, record, 0))
             return
         tasks = self._tasks
         deliver = self._deliver
         for index, subscription in enumerate(subscriptions):
-            tasks[record, index] = create_task(deliver(subscription, event, record, index))
+            tasks[_delivery_key(record, index)] = create_task(deliver(subscription, event, record, index))
 
     async def _deliver(
         self, subscription: Subscription, event: Event, record: TraceRecord, index: int
@@ -330,7 +330,7 @@ class EventBusTool(BaseTool):
                 self._trace.complete(record, now)
                 if self._replies:
                     self._unanswered(event)
-            self._tasks.pop((record, index), None)
+            self._tasks.pop(record if index == 0 else (record, index), None)  # _delivery_key
         return result
 
     async def _deliver_group(
@@ -360,7 +360,7 @@ class EventBusTool(BaseTool):
         else:
             create_task = asyncio.get_running_loop().create_task
             tasks = [create_task(self._deliver(s, event, record, i)) for i, s in enumerate(chosen)]
-            self._tasks.update(((record, i), task) for i, task in enumerate(tasks))
+            self._tasks.update((_delivery_key(record, i), task) for i, task in enumerate(tasks))
             answers = await asyncio.gather(*tasks)
         failures = {
             identities[i]: result[1] or "failed"
@@ -423,6 +423,12 @@ class EventBusTool(BaseTool):
             "trace_buffer": self._trace.size,
             **({"broker": dict(self._broker.counters)} if self._broker is not None else {}),
         }
+
+
+def _delivery_key(record: TraceRecord, index: int) -> object:
+    """The key of a delivery in flight: its record alone for the first (or only) subscriber, which
+    spares the common case a tuple, else (record, index)."""
+    return record if index == 0 else (record, index)
 
 
 def _trace_buffer_size() -> int:
