@@ -1,28 +1,32 @@
 """Project roots, test plugins and a scripted model for the agents domain's service tests.
 
-:func:`agents_root` builds a temporary project root with the project's own tools (each file
-linked) and the agents domain rebuilt from links, so a test can drop its own plugins *into* the
-agents domain (``domains/agents/plugins/``) next to the real runs API. ``migrations/agents`` is
-linked, so the run index and the example's products exist.
+:func:`agents_root` builds a temporary project root (``tests.kit.make_root``: the project's own
+tools as linked folders) with the agents domain rebuilt from links, so a test can drop its own
+plugins *into* the agents domain (``domains/agents/plugins/``) next to the real runs API.
+``migrations/agents`` is linked, so the run index and the example's products exist.
 
 The ``llm`` tool of a root is either the real one (pointed at a local OpenAI-compatible server by
 the test) or :data:`SCRIPTED_LLM_TOOL`, a tool named ``llm`` wrapping ``core.testing.FakeLLM``
 with the turns in ``FAKE_LLM_SCRIPT`` (JSON). A scripted model that runs out of turns raises a
 ``RuntimeError`` (the run then fails saying so) instead of FakeLLM's ``BaseException``, which
 would only kill the run's task.
+
+Waits here are bounded at 20 s (runs go through a real HTTP server, database and model loop).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-from tests.kit import PROJECT, make_root, write
+from tests.kit import PROJECT, make_root, sse_events, until, write
+
+WAIT_LIMIT = 20.0
 
 SCRIPTED_LLM_TOOL = """
     import json
@@ -132,15 +136,7 @@ def agents_root(
     name: str = "root",
 ) -> Path:
     """A root with the agents domain (runs API, optionally the example) and ``plugins`` added to it."""
-    root = make_root(tmp_path, domains=domains, name=name)
-    for tool in tools:
-        source = PROJECT / "tools" / tool
-        for path in sorted(source.rglob("*.py")):
-            if "__pycache__" in path.parts:
-                continue
-            target = root / "tools" / tool / path.relative_to(source)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.symlink_to(path)
+    root = make_root(tmp_path, tools=tools, domains=domains, name=name)
     if scripted_llm:
         write(root, "tools/scripted_llm/scripted_llm_tool.py", SCRIPTED_LLM_TOOL)
     domain = root / "domains" / "agents"
@@ -166,26 +162,13 @@ def call(call_id: str, name: str, **arguments: Any) -> dict[str, Any]:
     return {"id": call_id, "name": name, "arguments": arguments}
 
 
-async def sse_events(response: httpx.Response) -> AsyncIterator[dict[str, Any]]:
-    """Parse a text/event-stream body into ``{"id", "event", "data"}`` dicts, skipping comments."""
-    event: dict[str, Any] = {}
-    async for line in response.aiter_lines():
-        if not line:
-            if event:
-                yield event
-            event = {}
-        elif not line.startswith(":"):
-            field, _, value = line.partition(": ")
-            event[field] = json.loads(value) if field == "data" else value
-
-
 async def collect_events(
     client: httpx.AsyncClient, run_id: str, *, last_event_id: str | None = None, until: str = "final"
 ) -> list[dict[str, Any]]:
     """The run's events (from ``last_event_id`` on) up to and including the first of kind ``until``."""
     headers = {"Last-Event-ID": last_event_id} if last_event_id else {}
     collected: list[dict[str, Any]] = []
-    async with asyncio.timeout(20):
+    async with asyncio.timeout(WAIT_LIMIT):
         async with client.stream("GET", f"/agents/runs/{run_id}/events", headers=headers) as response:
             assert response.status_code == 200, await response.aread()
             async for event in sse_events(response):
@@ -196,22 +179,16 @@ async def collect_events(
 
 
 async def wait_for_status(client: httpx.AsyncClient, run_id: str, statuses: Sequence[str]) -> dict[str, Any]:
-    """Poll the run (with a bound) until its status is one of ``statuses``."""
-    async with asyncio.timeout(20):
-        while True:
-            body: dict[str, Any] = (await client.get(f"/agents/runs/{run_id}")).json()
-            if body["status"] in statuses:
-                return body
-            await asyncio.sleep(0.02)
+    """Poll the run (with a bound) until its status is one of ``statuses``; its last body."""
+    body: dict[str, Any] = {}
 
+    async def reached() -> bool:
+        nonlocal body
+        body = (await client.get(f"/agents/runs/{run_id}")).json()
+        return body["status"] in statuses
 
-async def until(condition: Callable[[], bool], what: str, limit: float = 20.0) -> None:
-    """Poll ``condition`` every 10 ms until it holds; fail after ``limit`` seconds."""
-    for _ in range(int(limit / 0.01)):
-        if condition():
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError(f"{what}: still not the case after {limit}s")
+    await until(reached, f"run {run_id} is one of {list(statuses)}", limit=WAIT_LIMIT)
+    return body
 
 
 def line_count(path: Path) -> int:
@@ -220,4 +197,4 @@ def line_count(path: Path) -> int:
 
 async def wait_for_line(path: Path, count: int = 1) -> None:
     """Wait (with a bound) until ``path`` has at least ``count`` lines."""
-    await until(lambda: line_count(path) >= count, f"{path.name} has {count} line(s)")
+    await until(lambda: line_count(path) >= count, f"{path.name} has {count} line(s)", limit=WAIT_LIMIT)

@@ -21,12 +21,11 @@ from tests.domains.agents.agents_kit import (
     call,
     collect_events,
     script,
-    until,
     wait_for_line,
     wait_for_status,
 )
 from tests.domains.agents.conftest import Files
-from tests.kit import serving
+from tests.kit import serving, until
 
 
 def manager_of(kernel: Kernel) -> object:
