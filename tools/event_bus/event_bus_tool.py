@@ -17,9 +17,10 @@ Choices this module makes (each is tested):
   high-rate subscribers should be ``async def``. A (name, handler) pair is subscribed once;
   subscribing it again changes nothing.
 - **Each subscriber runs in its own task** with ``current_event_id_var`` set to the event's id and
-  ``current_identity_var`` to the handler's identity (``<domain>.<Class>.<method>``), reset when
-  it returns. So an event published by a subscriber gets ``parent_id`` = the event it is handling
-  (chains are causal), log lines it writes are attributed to it, and an HTTP request id set by the
+  ``current_identity_var`` to the handler's identity (``<domain>.<Class>.<method>``), in that
+  task's own copy of the publisher's context, so the publisher never sees them. So an event
+  published by a subscriber gets ``parent_id`` = the event it is handling (chains are causal), log
+  lines it writes are attributed to it, and an HTTP request id set by the
   ``http`` tool becomes the root of the chain the request starts.
 - **Failures are isolated.** A subscriber that raises is logged (with its identity, the event and
   the traceback) and counted; the others still get the event and ``publish`` never sees it.

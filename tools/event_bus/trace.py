@@ -46,7 +46,11 @@ class Outcome(StrEnum):
 
 
 class TraceRecord:
-    """The live record of one event; one result slot per subscriber, filled as each finishes."""
+    """The live record of one event; one result slot per subscriber, filled as each finishes.
+
+    The bus's per-event path sets these fields itself rather than calling the class (a measurable
+    part of an event's cost); a field added here must be set there too.
+    """
 
     __slots__ = ("event", "finished", "pending", "results", "seq", "started", "subscribers")
 

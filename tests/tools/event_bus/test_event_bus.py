@@ -464,3 +464,33 @@ async def test_a_plugin_unloaded_by_the_kernel_loses_its_subscriptions(tmp_path:
         ]
         await kernel.unload_plugin("shop.Orders")
         assert bus.subscriptions() == []
+
+
+async def test_in_flight_counts_each_delivery_until_it_finishes(event_bus: EventBusTool) -> None:
+    release = asyncio.Event()
+    all_started = asyncio.Event()
+    started: list[str] = []
+
+    def blocked(tag: str) -> Any:
+        async def handler(event: Event) -> None:
+            started.append(tag)
+            if len(started) == 4:
+                all_started.set()
+            await release.wait()
+
+        return handler
+
+    for tag in ("a", "b", "c"):
+        await event_bus.subscribe("many", blocked(tag))
+    await event_bus.subscribe("one", blocked("solo"))
+    await event_bus.publish("many")
+    await event_bus.publish("one")
+    async with asyncio.timeout(5):
+        await all_started.wait()
+    assert event_bus.stats()["in_flight"] == 4
+    release.set()
+    records = await completed(event_bus, 2)
+    # a delivery leaves the count in the same step that completes its record
+    assert [r["complete"] for r in records] == [True, True]
+    assert event_bus.stats()["in_flight"] == 0
+    assert sorted(started) == ["a", "b", "c", "solo"]
