@@ -11,6 +11,7 @@ from core.execution.backoff import Backoff
 from core.execution.breaker import BreakerState, CircuitBreaker, CircuitOpen
 from core.execution.cancellation import CancellationToken, Cancelled
 from core.execution.fanout import SIBLING_CLEANUP_GRACE_S, gather_best_effort, gather_bounded
+from core.execution.keyed_lock import KeyedLock
 from core.execution.recurrence import RecurrenceResult, RepeatAction, StopReason, Stuck, attempt_until_stuck
 from core.execution.resilience import run_with_resilience
 from core.execution.sync_bridge import run_sync
@@ -23,6 +24,7 @@ __all__ = [
     "CancellationToken",
     "CircuitBreaker",
     "CircuitOpen",
+    "KeyedLock",
     "RecurrenceResult",
     "RepeatAction",
     "StopReason",

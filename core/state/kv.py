@@ -23,7 +23,6 @@ backend of the port must match.
 
 from __future__ import annotations
 
-import asyncio
 import builtins
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -31,6 +30,7 @@ from typing import Any
 from core.contracts.errors import StoreValueError, require_integer_amount
 from core.contracts.ports import ClockPort
 from core.contracts.types import Scope
+from core.execution.keyed_lock import KeyedLock
 from core.runtime.null import SystemClock
 from core.serialization import FrozenList, deep_freeze, thaw
 
@@ -60,7 +60,7 @@ class InMemoryStore:
         self._clock: ClockPort = clock if clock is not None else SystemClock()
         self._entries: dict[_Key, _Entry] = {}
         # Per-key single-flight locks, with how many callers hold or await each (dropped at zero).
-        self._locks: dict[_Key, tuple[asyncio.Lock, int]] = {}
+        self._locks = KeyedLock()
 
     # ---- plain values --------------------------------------------------------------------------
 
@@ -90,24 +90,13 @@ class InMemoryStore:
         entry = self._live(full)
         if entry is not None:
             return thaw(entry.value)
-        lock, users = self._locks.get(full, (None, 0))
-        if lock is None:
-            lock = asyncio.Lock()
-        self._locks[full] = (lock, users + 1)
-        try:
-            async with lock:
-                entry = self._live(full)
-                if entry is not None:
-                    return thaw(entry.value)
-                value = await fn()
-                self._entries[full] = _Entry(deep_freeze(value), self._expiry(ttl))
-                return value
-        finally:
-            lock, users = self._locks[full]
-            if users == 1:
-                del self._locks[full]
-            else:
-                self._locks[full] = (lock, users - 1)
+        async with self._locks.hold(full):
+            entry = self._live(full)
+            if entry is not None:
+                return thaw(entry.value)
+            value = await fn()
+            self._entries[full] = _Entry(deep_freeze(value), self._expiry(ttl))
+            return value
 
     # ---- append-only lists ---------------------------------------------------------------------
 

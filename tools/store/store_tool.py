@@ -37,7 +37,6 @@ The contract, whatever the backend:
 
 from __future__ import annotations
 
-import asyncio
 import builtins
 import logging
 import os
@@ -48,6 +47,7 @@ from typing import Any
 from core.base_tool import BaseTool
 from core.contracts.errors import StoreValueError, require_integer_amount
 from core.contracts.types import Scope
+from core.execution.keyed_lock import KeyedLock
 from core.registry import ToolStatus
 from core.settings import env_float
 
@@ -72,7 +72,7 @@ class StoreTool(BaseTool):
 
     def __init__(self) -> None:
         self._backend: Backend = NotReadyBackend("the store is not set up")
-        self._locks: dict[tuple[str, str], tuple[asyncio.Lock, int]] = {}
+        self._locks = KeyedLock()
 
     async def setup(self) -> None:
         url = os.environ.get("STORE_URL", "")
@@ -131,24 +131,13 @@ class StoreTool(BaseTool):
         if text is not None:
             return decode(text)
         full = (partition, key)
-        lock, users = self._locks.get(full, (None, 0))
-        if lock is None:
-            lock = asyncio.Lock()
-        self._locks[full] = (lock, users + 1)
-        try:
-            async with lock:
-                text = await self._backend.lookup(partition, key)
-                if text is not None:
-                    return decode(text)
-                produced = encode(await fn(), key)
-                winner = await self._backend.add(partition, key, produced, ttl)
-                return decode(produced if winner is None else winner)
-        finally:
-            lock, users = self._locks[full]
-            if users == 1:
-                del self._locks[full]
-            else:
-                self._locks[full] = (lock, users - 1)
+        async with self._locks.hold(full):
+            text = await self._backend.lookup(partition, key)
+            if text is not None:
+                return decode(text)
+            produced = encode(await fn(), key)
+            winner = await self._backend.add(partition, key, produced, ttl)
+            return decode(produced if winner is None else winner)
 
     # -- lists -------------------------------------------------------------------------------------
 
