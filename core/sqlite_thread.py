@@ -145,3 +145,71 @@ def _while_busy(connection: sqlite3.Connection, sql: str, limit: float) -> None:
             if ("locked" not in text and "busy" not in text) or time.monotonic() > deadline:
                 raise
         time.sleep(0.02)
+
+
+class SqliteFile:
+    """One SQLite file behind one :class:`SqliteThread`, opened on first use.
+
+    Concurrent first calls open one connection, not one each; ``close()`` waits for an open in
+    progress, so its thread is stopped too. Every SQLite failure reaches the caller as the tool's own
+    ``unavailable(message)`` error, so a backend built on this never lets ``sqlite3`` errors through.
+    """
+
+    def __init__(
+        self,
+        path: str,
+        *,
+        schema: str,
+        busy_timeout: float,
+        thread_name: str,
+        label: str,
+        unavailable: Callable[[str], Exception],
+    ) -> None:
+        self.path = path
+        self.busy_timeout = busy_timeout
+        self._schema = schema
+        self._thread_name = thread_name
+        self._label = label
+        self._unavailable = unavailable
+        self._thread: SqliteThread | None = None
+        self._opening = asyncio.Lock()
+
+    def describe(self) -> str:
+        return f"sqlite {self.path}"
+
+    async def open(self) -> None:
+        async with self._opening:
+            if self._thread is not None:
+                return
+            thread = SqliteThread(self._thread_name, self._connect)
+            try:
+                await thread.start()
+            except (OSError, sqlite3.Error) as exc:
+                raise self._unavailable(f"cannot open {self._label} at {self.path}: {exc}") from exc
+            self._thread = thread
+
+    def _connect(self) -> sqlite3.Connection:
+        return connect_file(self.path, schema=self._schema, busy_timeout=self.busy_timeout)
+
+    async def close(self) -> None:
+        async with self._opening:  # an open in progress finishes first, so its thread is stopped too
+            thread, self._thread = self._thread, None
+        if thread is not None:
+            await thread.stop()
+
+    async def run(self, job: Job, *args: Any) -> Any:
+        """``job(connection, *args)`` on the connection thread, opening the file first if needed."""
+        if self._thread is None:
+            await self.open()
+        thread = self._thread
+        if thread is None:
+            raise self._unavailable(f"{self._label} at {self.path} was closed while being opened")
+        try:
+            return await thread.run(job, *args)
+        except sqlite3.OperationalError as exc:
+            raise self._unavailable(f"{self._label} at {self.path} cannot be used: {exc}") from exc
+        except sqlite3.DatabaseError as exc:
+            raise self._unavailable(f"{self._label} at {self.path} failed: {exc}") from exc
+
+    async def ping(self) -> bool:
+        return bool(await self.run(lambda c: c.execute("SELECT 1").fetchone()[0] == 1))

@@ -9,12 +9,10 @@ mode with a busy timeout, so it shares the file with the ``db`` tool's connectio
 
 from __future__ import annotations
 
-import asyncio
 import sqlite3
-from collections.abc import Callable
 from typing import Any
 
-from core.sqlite_thread import SqliteThread, connect_file
+from core.sqlite_thread import SqliteFile
 
 from .backend import Row, as_row
 from .errors import CheckpointConflict, CheckpointUnavailableError
@@ -36,66 +34,45 @@ class SqliteBackend:
     def __init__(self, path: str, *, busy_timeout: float = 5.0) -> None:
         self.path = path
         self.busy_timeout = busy_timeout
-        self._thread: SqliteThread | None = None
-        self._opening = asyncio.Lock()
+        self._file = SqliteFile(
+            path,
+            schema=SCHEMA,
+            busy_timeout=busy_timeout,
+            thread_name="keel-checkpoint-sqlite",
+            label="the checkpoints",
+            unavailable=CheckpointUnavailableError,
+        )
 
     def describe(self) -> str:
-        return f"sqlite {self.path}"
+        return self._file.describe()
 
     async def open(self) -> None:
-        async with self._opening:
-            if self._thread is not None:
-                return
-            thread = SqliteThread("keel-checkpoint-sqlite", self._connect)
-            try:
-                await thread.start()
-            except (OSError, sqlite3.Error) as exc:
-                raise CheckpointUnavailableError(
-                    f"cannot open the checkpoints at {self.path}: {exc}"
-                ) from exc
-            self._thread = thread
-
-    def _connect(self) -> sqlite3.Connection:
-        return connect_file(self.path, schema=SCHEMA, busy_timeout=self.busy_timeout)
+        await self._file.open()
 
     async def close(self) -> None:
-        async with self._opening:  # an open in progress finishes first, so its thread is stopped too
-            thread, self._thread = self._thread, None
-        if thread is not None:
-            await thread.stop()
-
-    async def _run(self, job: Callable[..., Any], *args: Any) -> Any:
-        if self._thread is None:
-            await self.open()
-        thread = self._thread
-        if thread is None:
-            raise CheckpointUnavailableError(f"the checkpoints at {self.path} were closed while being opened")
-        try:
-            return await thread.run(job, *args)
-        except sqlite3.DatabaseError as exc:
-            raise CheckpointUnavailableError(f"the checkpoints at {self.path} cannot be used: {exc}") from exc
+        await self._file.close()
 
     async def ping(self) -> bool:
-        return bool(await self._run(lambda c: c.execute("SELECT 1").fetchone()[0] == 1))
+        return await self._file.ping()
 
     async def save(self, run_id: str, row: Row, keep: int) -> None:
-        await self._run(_save, run_id, row, keep)
+        await self._file.run(_save, run_id, row, keep)
 
     async def latest(self, run_id: str) -> Row | None:
         sql = f"SELECT {COLUMNS} FROM keel_checkpoints WHERE run_id = ? ORDER BY version DESC LIMIT 1"
-        return await self._run(_one, sql, (run_id,))  # type: ignore[no-any-return]
+        return await self._file.run(_one, sql, (run_id,))  # type: ignore[no-any-return]
 
     async def at_version(self, run_id: str, version: int) -> Row | None:
         sql = f"SELECT {COLUMNS} FROM keel_checkpoints WHERE run_id = ? AND version = ?"
-        return await self._run(_one, sql, (run_id, version))  # type: ignore[no-any-return]
+        return await self._file.run(_one, sql, (run_id, version))  # type: ignore[no-any-return]
 
     async def list_versions(self, run_id: str) -> list[int]:
         sql = "SELECT version FROM keel_checkpoints WHERE run_id = ? ORDER BY version"
-        rows = await self._run(lambda c: c.execute(sql, (run_id,)).fetchall())
+        rows = await self._file.run(lambda c: c.execute(sql, (run_id,)).fetchall())
         return [int(r[0]) for r in rows]
 
     async def delete(self, run_id: str) -> None:
-        await self._run(lambda c: c.execute("DELETE FROM keel_checkpoints WHERE run_id = ?", (run_id,)))
+        await self._file.run(lambda c: c.execute("DELETE FROM keel_checkpoints WHERE run_id = ?", (run_id,)))
 
 
 def _one(connection: sqlite3.Connection, sql: str, params: tuple[Any, ...]) -> Row | None:

@@ -13,13 +13,11 @@ A file that cannot be opened, or a lock held past the busy timeout, is ``StoreBa
 
 from __future__ import annotations
 
-import asyncio
 import sqlite3
 import time
 from collections.abc import Callable
-from typing import Any
 
-from core.sqlite_thread import SqliteThread, connect_file
+from core.sqlite_thread import SqliteFile
 
 from .backend import NotAList, append_to_list_text, counter_value, expiry
 from .errors import StoreBackendUnavailable
@@ -48,66 +46,47 @@ class SqliteBackend:
         self.path = path
         self.busy_timeout = busy_timeout
         self._clock = clock
-        self._thread: SqliteThread | None = None
-        self._opening = asyncio.Lock()
+        self._file = SqliteFile(
+            path,
+            schema=SCHEMA,
+            busy_timeout=busy_timeout,
+            thread_name="keel-store-sqlite",
+            label="the store",
+            unavailable=StoreBackendUnavailable,
+        )
         self._last_sweep = 0.0
 
     def describe(self) -> str:
-        return f"sqlite {self.path}"
+        return self._file.describe()
 
     async def open(self) -> None:
-        async with self._opening:
-            if self._thread is not None:
-                return
-            thread = SqliteThread("keel-store-sqlite", self._connect)
-            try:
-                await thread.start()
-            except (OSError, sqlite3.Error) as exc:
-                raise StoreBackendUnavailable(f"cannot open the store at {self.path}: {exc}") from exc
-            self._thread = thread
-
-    def _connect(self) -> sqlite3.Connection:
-        return connect_file(self.path, schema=SCHEMA, busy_timeout=self.busy_timeout)
+        await self._file.open()
 
     async def close(self) -> None:
-        async with self._opening:  # an open in progress finishes first, so its thread is stopped too
-            thread, self._thread = self._thread, None
-        if thread is not None:
-            await thread.stop()
-
-    async def _run(self, job: Callable[..., Any], *args: Any) -> Any:
-        if self._thread is None:
-            await self.open()
-        thread = self._thread
-        if thread is None:
-            raise StoreBackendUnavailable(f"the store at {self.path} was closed while being opened")
-        try:
-            return await thread.run(job, *args)
-        except sqlite3.OperationalError as exc:
-            raise StoreBackendUnavailable(f"the store at {self.path} cannot be used: {exc}") from exc
-        except sqlite3.DatabaseError as exc:
-            raise StoreBackendUnavailable(f"the store at {self.path} failed: {exc}") from exc
+        await self._file.close()
 
     async def ping(self) -> bool:
-        return bool(await self._run(lambda c: c.execute("SELECT 1").fetchone()[0] == 1))
+        return await self._file.ping()
 
     async def lookup(self, scope: str, key: str) -> str | None:
-        return await self._run(_lookup, scope, key, self._clock())  # type: ignore[no-any-return]
+        return await self._file.run(_lookup, scope, key, self._clock())  # type: ignore[no-any-return]
 
     async def put(self, scope: str, key: str, text: str, ttl: float | None) -> None:
-        await self._run(_put, scope, key, text, expiry(self._clock(), ttl), self._sweep_due())
+        await self._file.run(_put, scope, key, text, expiry(self._clock(), ttl), self._sweep_due())
 
     async def delete(self, scope: str, key: str) -> None:
-        await self._run(lambda c: c.execute("DELETE FROM keel_store WHERE scope = ? AND k = ?", (scope, key)))
+        await self._file.run(
+            lambda c: c.execute("DELETE FROM keel_store WHERE scope = ? AND k = ?", (scope, key))
+        )
 
     async def add(self, scope: str, key: str, text: str, ttl: float | None) -> str | None:
-        return await self._run(_add, scope, key, text, self._clock(), ttl)  # type: ignore[no-any-return]
+        return await self._file.run(_add, scope, key, text, self._clock(), ttl)  # type: ignore[no-any-return]
 
     async def append(self, scope: str, key: str, item: str) -> None:
-        await self._run(_append, scope, key, item, self._clock())
+        await self._file.run(_append, scope, key, item, self._clock())
 
     async def increment(self, scope: str, key: str, by: int, ttl: float | None) -> int:
-        return await self._run(_increment, scope, key, by, self._clock(), ttl)  # type: ignore[no-any-return]
+        return await self._file.run(_increment, scope, key, by, self._clock(), ttl)  # type: ignore[no-any-return]
 
     def _sweep_due(self) -> float | None:
         now = self._clock()
@@ -186,3 +165,7 @@ def _increment(
     connection.execute(UPSERT, (scope, key, str(total), expires_at))
     connection.execute("COMMIT")
     return total
+
+
+def _delete(connection: sqlite3.Connection, scope: str, key: str) -> None:
+    connection.execute("DELETE FROM keel_store WHERE scope = ? AND k = ?", (scope, key))
