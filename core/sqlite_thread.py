@@ -26,6 +26,8 @@ from pathlib import Path
 from queue import SimpleQueue
 from typing import Any
 
+from core.threads import settle_from_thread
+
 Job = Callable[..., Any]
 
 
@@ -73,9 +75,9 @@ class SqliteThread:
         try:
             connection = self._connect()
         except BaseException as exc:
-            _settle(loop, ready, None, exc)
+            settle_from_thread(loop, ready, None, exc)
             return
-        _settle(loop, ready, None, None)
+        settle_from_thread(loop, ready, None, None)
         try:
             while (item := self._queue.get()) is not None:
                 job, args, future = item
@@ -84,9 +86,9 @@ class SqliteThread:
                 except BaseException as exc:
                     if connection.in_transaction:
                         connection.rollback()
-                    _settle(loop, future, None, exc)
+                    settle_from_thread(loop, future, None, exc)
                 else:
-                    _settle(loop, future, result, None)
+                    settle_from_thread(loop, future, result, None)
         finally:
             connection.close()
 
@@ -94,23 +96,6 @@ class SqliteThread:
 def _close(connection: sqlite3.Connection) -> None:
     if connection.in_transaction:
         connection.rollback()
-
-
-def _settle(
-    loop: asyncio.AbstractEventLoop, future: asyncio.Future[Any], result: Any, error: BaseException | None
-) -> None:
-    def settle() -> None:
-        if future.done():
-            return
-        if error is not None:
-            future.set_exception(error)
-        else:
-            future.set_result(result)
-
-    try:
-        loop.call_soon_threadsafe(settle)
-    except RuntimeError:
-        pass  # the loop has closed: nobody is waiting any more
 
 
 def connect_file(path: str, *, schema: str, busy_timeout: float = 5.0) -> sqlite3.Connection:

@@ -19,7 +19,24 @@ async def run_in_daemon_thread(fn: Callable[..., Any], *args: Any) -> Any:
     future: asyncio.Future[Any] = loop.create_future()
     context = contextvars.copy_context()
 
-    def settle(result: Any, error: BaseException | None) -> None:
+    def target() -> None:
+        try:
+            result = context.run(fn, *args)
+        except BaseException as exc:  # delivered to the awaiting task, never lost in the thread
+            settle_from_thread(loop, future, None, exc)
+        else:
+            settle_from_thread(loop, future, result, None)
+
+    threading.Thread(target=target, name=f"keel-hook-{getattr(fn, '__name__', 'fn')}", daemon=True).start()
+    return await future
+
+
+def settle_from_thread(
+    loop: asyncio.AbstractEventLoop, future: asyncio.Future[Any], result: Any, error: BaseException | None
+) -> None:
+    """From a worker thread, give ``future`` (owned by ``loop``) its result or error, once."""
+
+    def settle() -> None:
         if future.done():
             return
         if error is not None:
@@ -27,20 +44,7 @@ async def run_in_daemon_thread(fn: Callable[..., Any], *args: Any) -> Any:
         else:
             future.set_result(result)
 
-    def target() -> None:
-        try:
-            result = context.run(fn, *args)
-        except BaseException as exc:  # delivered to the awaiting task, never lost in the thread
-            _call_soon(loop, settle, None, exc)
-        else:
-            _call_soon(loop, settle, result, None)
-
-    threading.Thread(target=target, name=f"keel-hook-{getattr(fn, '__name__', 'fn')}", daemon=True).start()
-    return await future
-
-
-def _call_soon(loop: asyncio.AbstractEventLoop, fn: Callable[..., None], *args: Any) -> None:
     try:
-        loop.call_soon_threadsafe(fn, *args)
+        loop.call_soon_threadsafe(settle)
     except RuntimeError:
         pass  # the loop has closed: the awaiting task is gone, there is nobody to tell
