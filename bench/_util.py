@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import socket
 import statistics
+import subprocess
+import sys
+import time
 from collections.abc import Callable
+from pathlib import Path
 
 
 def interleaved(runs: int, *measures: Callable[[], float]) -> list[float]:
@@ -17,3 +24,53 @@ def interleaved(runs: int, *measures: Callable[[], float]) -> list[float]:
 
 def emit(name: str, value: float, unit: str) -> None:
     print(f"{name}: {value:.4g} {unit}", flush=True)
+
+
+def free_port() -> int:
+    """A loopback port nobody listens on right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def ensure_wrk() -> str | None:
+    """The path of ``wrk``, installing Debian's package when running as root with apt-get."""
+    found = shutil.which("wrk")
+    if found:
+        return found
+    if os.geteuid() != 0 or not shutil.which("apt-get"):
+        return None
+    for command in (
+        ["apt-get", "install", "-y", "-qq", "wrk"],
+        ["apt-get", "update", "-qq"],
+        ["apt-get", "install", "-y", "-qq", "wrk"],
+    ):
+        subprocess.run(command, capture_output=True, timeout=300, check=False)
+        if shutil.which("wrk"):
+            break
+    return shutil.which("wrk")
+
+
+def start_server(
+    script: Path, port: int, path: str, extra_env: dict[str, str] | None = None, limit: float = 30.0
+) -> subprocess.Popen[bytes]:
+    """Run ``script`` in its own process and return once ``GET path`` on ``port`` answers 200."""
+    env = {**os.environ, **(extra_env or {})}
+    process = subprocess.Popen(
+        [sys.executable, str(script)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    request = f"GET {path} HTTP/1.1\r\nHost: bench\r\nConnection: close\r\n\r\n".encode()
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            stderr = process.stderr.read().decode()[-2000:] if process.stderr else ""
+            raise RuntimeError(f"{script.name} exited with {process.returncode}: {stderr}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5) as sock:
+                sock.sendall(request)
+                if sock.recv(64).startswith(b"HTTP/1.1 200"):
+                    return process
+        except OSError:
+            time.sleep(0.05)  # polling a server that is still booting, with a deadline
+    process.kill()
+    raise RuntimeError(f"{script.name} did not answer on port {port} within {limit:g} s")

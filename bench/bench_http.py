@@ -13,19 +13,19 @@ script installs it, otherwise it prints why it skipped.
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import textwrap
-import time
 from pathlib import Path
 
 PROJECT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(PROJECT))
+
+from bench._util import ensure_wrk, free_port, start_server  # noqa: E402
+
 PAIRS = 5
 DURATION = "3s"
 CONNECTIONS = "50"
@@ -73,29 +73,6 @@ uvicorn.Server(config).run()
 """
 
 
-def ensure_wrk() -> str | None:
-    found = shutil.which("wrk")
-    if found:
-        return found
-    if os.geteuid() != 0 or not shutil.which("apt-get"):
-        return None
-    for command in (
-        ["apt-get", "install", "-y", "-qq", "wrk"],
-        ["apt-get", "update", "-qq"],
-        ["apt-get", "install", "-y", "-qq", "wrk"],
-    ):
-        subprocess.run(command, capture_output=True, timeout=300, check=False)
-        if shutil.which("wrk"):
-            break
-    return shutil.which("wrk")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def make_keel_root(base: Path) -> Path:
     root = base / "keel"
     for tool in ("http", "logger", "system"):
@@ -111,26 +88,6 @@ def make_keel_root(base: Path) -> Path:
     plugin.parent.mkdir(parents=True)
     plugin.write_text(textwrap.dedent(KEEL_PLUGIN), encoding="utf-8")
     return root
-
-
-def start(script: Path, port: int, extra_env: dict[str, str]) -> subprocess.Popen[bytes]:
-    env = {**os.environ, **extra_env}
-    process = subprocess.Popen(
-        [sys.executable, str(script)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-    )
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"{script.name} exited: {process.stderr.read().decode()[-2000:]}")  # type: ignore[union-attr]
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5) as sock:
-                sock.sendall(b"GET /hello HTTP/1.1\r\nHost: bench\r\nConnection: close\r\n\r\n")
-                if sock.recv(64).startswith(b"HTTP/1.1 200"):
-                    return process
-        except OSError:
-            time.sleep(0.05)  # polling a server that is still booting, with a deadline
-    process.kill()
-    raise RuntimeError(f"{script.name} did not answer on port {port} within 30 s")
 
 
 _UNITS = {"us": 0.001, "ms": 1.0, "s": 1000.0}
@@ -165,10 +122,13 @@ def main() -> int:
         keel_script.write_text(KEEL_MAIN.format(project=str(PROJECT), root=str(make_keel_root(base))))
         bare_script = base / "bare_main.py"
         bare_script.write_text(BARE_MAIN.format(port=bare_port))
-        keel = start(
-            keel_script, keel_port, {"PORT": str(keel_port), "HOST": "127.0.0.1", "LOG_LEVEL": "WARNING"}
+        keel = start_server(
+            keel_script,
+            keel_port,
+            "/hello",
+            {"PORT": str(keel_port), "HOST": "127.0.0.1", "LOG_LEVEL": "WARNING"},
         )
-        bare = start(bare_script, bare_port, {})
+        bare = start_server(bare_script, bare_port, "/hello")
         try:
             run_wrk(wrk, keel_port, "1s")  # warm-up
             run_wrk(wrk, bare_port, "1s")

@@ -24,8 +24,6 @@ from __future__ import annotations
 import asyncio
 import os
 import re
-import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -39,6 +37,8 @@ from typing import Any
 PROJECT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(PROJECT))
 
+from bench._util import emit, ensure_wrk, free_port, start_server  # noqa: E402
+
 ROUNDS = 3
 EVENTS = 4000
 BATCH = 100
@@ -46,10 +46,6 @@ LATENCY_EVENTS = 300
 HTTP_ROUNDS = 3
 HTTP_DURATION = "3s"
 DEFAULT_REDIS = "redis://127.0.0.1:6379/0"
-
-
-def emit(name: str, value: float, unit: str) -> None:
-    print(f"{name}: {value:.4g} {unit}", flush=True)
 
 
 def percentile(samples: list[float], q: float) -> float:
@@ -251,12 +247,6 @@ end
 """
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def make_root(base: Path) -> Path:
     root = base / "keel"
     (root / "tools").mkdir(parents=True)
@@ -265,24 +255,6 @@ def make_root(base: Path) -> Path:
     plugin.parent.mkdir(parents=True)
     plugin.write_text(textwrap.dedent(PING_PLUGIN), encoding="utf-8")
     return root
-
-
-def start(script: Path, port: int) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "PORT": str(port), "HOST": "127.0.0.1", "LOG_LEVEL": "WARNING"}
-    process = subprocess.Popen([sys.executable, str(script)], env=env, stdout=subprocess.DEVNULL)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"the Keel process on port {port} exited with {process.returncode}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5) as sock:
-                sock.sendall(b"GET /ping HTTP/1.1\r\nHost: bench\r\nConnection: close\r\n\r\n")
-                if sock.recv(64).startswith(b"HTTP/1.1 200"):
-                    return process
-        except OSError:
-            time.sleep(0.05)  # polling a server that is still booting, with a deadline
-    process.kill()
-    raise RuntimeError(f"the Keel process on port {port} did not answer within 30 s")
 
 
 def run_wrk(wrk: str, url: str, script: Path | None, duration: str) -> float:
@@ -297,7 +269,7 @@ def run_wrk(wrk: str, url: str, script: Path | None, duration: str) -> float:
 
 
 def http_part() -> None:
-    wrk = shutil.which("wrk")
+    wrk = ensure_wrk()
     if wrk is None:
         print("scale_http: skipped (wrk is not installed: apt-get install wrk)")
         return
@@ -308,7 +280,12 @@ def http_part() -> None:
         ports = [free_port(), free_port()]
         balancer = base / "round_robin.lua"
         balancer.write_text(ROUND_ROBIN.format(ports=", ".join(map(str, ports))))
-        processes = [start(script, port) for port in ports]
+        processes = [
+            start_server(
+                script, port, "/ping", {"PORT": str(port), "HOST": "127.0.0.1", "LOG_LEVEL": "WARNING"}
+            )
+            for port in ports
+        ]
         try:
             url = f"http://127.0.0.1:{ports[0]}/ping"
             run_wrk(wrk, url, None, "1s")  # warm-up, both
