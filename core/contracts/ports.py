@@ -34,13 +34,14 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from core.contracts.types import Delta, LLMResult, Message, Scope, ToolSchema
+from core.contracts.types import Delta, LLMResult, Message, Scope, ToolSchema, assemble_deltas
 from core.serialization import FrozenDict, freeze_mapping
 
 if TYPE_CHECKING:
     from core.contracts.protocols import Ctx
 
 __all__ = [
+    "ChatFromStream",
     "CheckpointPort",
     "Checkpoint",
     "CheckpointStatus",
@@ -239,6 +240,50 @@ class LLMPort(Protocol):
         temperature: float | None = None,
         max_tokens: int | None = None,
     ) -> LLMResult: ...
+
+
+class ChatFromStream:
+    """``chat`` written once, as LLMPort defines it: the collected ``stream``.
+
+    An adapter (a provider client, a test double) inherits it and implements ``stream`` and
+    ``complete``; a cache hit and a live call then reduce to a result the same way.
+    """
+
+    def stream(
+        self,
+        *,
+        messages: Sequence[Message],
+        model: str,
+        tools: Sequence[ToolSchema] | None = None,
+        response_format: Mapping[str, Any] | None = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        cache_hint: Any = None,
+    ) -> AsyncIterator[Delta]:
+        raise NotImplementedError
+
+    async def chat(
+        self,
+        *,
+        messages: Sequence[Message],
+        model: str,
+        tools: Sequence[ToolSchema] | None = None,
+        response_format: Mapping[str, Any] | None = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        cache_hint: Any = None,
+    ) -> LLMResult:
+        """The whole answer: ``stream()`` collected with ``assemble_deltas``."""
+        stream = self.stream(
+            messages=messages,
+            model=model,
+            tools=tools,
+            response_format=response_format,
+            temperature=temperature,
+            max_tokens=max_tokens,
+            cache_hint=cache_hint,
+        )
+        return assemble_deltas([delta async for delta in stream])
 
 
 @runtime_checkable

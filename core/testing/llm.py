@@ -38,6 +38,7 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from core.contracts.ports import ChatFromStream
 from core.contracts.types import (
     Delta,
     FinishReason,
@@ -47,7 +48,6 @@ from core.contracts.types import (
     ToolCall,
     ToolSchema,
     Usage,
-    assemble_deltas,
 )
 
 __all__ = ["DEFAULT_USAGE", "FakeLLM", "ScriptExhausted", "Turn"]
@@ -85,7 +85,7 @@ def _exhausted_message(turns: int, asked: int) -> str:
     )
 
 
-class FakeLLM:
+class FakeLLM(ChatFromStream):
     """A scripted or rule-driven ``LLMPort`` that needs no key and no network."""
 
     def __init__(
@@ -155,28 +155,6 @@ class FakeLLM:
             model=model,
             provider="fake",
         )
-
-    async def chat(
-        self,
-        *,
-        messages: Sequence[Message],
-        model: str,
-        tools: Sequence[ToolSchema] | None = None,
-        response_format: Mapping[str, Any] | None = None,
-        temperature: float | None = None,
-        max_tokens: int | None = None,
-        cache_hint: Any = None,
-    ) -> LLMResult:
-        stream = self.stream(
-            messages=messages,
-            model=model,
-            tools=tools,
-            response_format=response_format,
-            temperature=temperature,
-            max_tokens=max_tokens,
-            cache_hint=cache_hint,
-        )
-        return assemble_deltas([delta async for delta in stream])
 
     async def complete(
         self,

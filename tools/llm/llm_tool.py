@@ -30,7 +30,8 @@ from contextlib import aclosing
 from typing import Any, Protocol
 
 from core.base_tool import BaseTool
-from core.contracts.types import ChatRequest, Delta, LLMResult, Message, Role, ToolSchema, assemble_deltas
+from core.contracts.ports import ChatFromStream
+from core.contracts.types import ChatRequest, Delta, LLMResult, Message, Role, ToolSchema
 from core.errors import ToolNotConfiguredError
 from core.registry import ToolStatus
 
@@ -54,7 +55,7 @@ class Backend(Protocol):
     async def close(self) -> None: ...
 
 
-class LlmTool(BaseTool):
+class LlmTool(ChatFromStream, BaseTool):
     """A chat model (OpenAI-compatible server, or the offline echo model): stream, chat, complete."""
 
     name = "llm"
@@ -138,29 +139,6 @@ class LlmTool(BaseTool):
             if delivered and not isinstance(exc, LLMStreamInterrupted):
                 raise LLMStreamInterrupted(exc, delivered) from exc
             raise
-
-    async def chat(
-        self,
-        *,
-        messages: Sequence[Message],
-        model: str,
-        tools: Sequence[ToolSchema] | None = None,
-        response_format: Mapping[str, Any] | None = None,
-        temperature: float | None = None,
-        max_tokens: int | None = None,
-        cache_hint: Any = None,
-    ) -> LLMResult:
-        """The whole answer: ``stream()`` collected with ``assemble_deltas``."""
-        stream = self.stream(
-            messages=messages,
-            model=model,
-            tools=tools,
-            response_format=response_format,
-            temperature=temperature,
-            max_tokens=max_tokens,
-            cache_hint=cache_hint,
-        )
-        return assemble_deltas([delta async for delta in stream])
 
     async def complete(
         self,
