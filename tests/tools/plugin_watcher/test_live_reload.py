@@ -76,6 +76,8 @@ async def test_a_changed_file_switches_to_the_new_version_without_a_gap(
                 await until(
                     lambda v=version: answers(base_url, "/items", v), f"/items answers version {version}"
                 )
+                # every client sees each version before the next change, so each history holds all three
+                await loop.until_every_worker_sees("/items", 200, version)
                 assert await bus.request("items.version") == version
         assert loop.failures == []
         assert_steady_ping(loop)
