@@ -114,6 +114,10 @@ def test_no_file_of_the_page_names_another_host() -> None:
         "/system/dashboard/info",
         "/system/logs/stream",
         "/system/events/stream",
+        "/agents/runs${query}",
+        "/agents/runs/${encodeURIComponent(entry.id)}",
+        "/agents/runs/${encodeURIComponent(runs.selected)}",
+        "/agents/runs/${encodeURIComponent(runId)}/events",
     }
 
 
