@@ -293,6 +293,7 @@
     }
     refreshConnection();
     pollRuns();
+    pollRoutes();
     pollTimer = setTimeout(poll, POLL_MS);
   }
 
@@ -549,6 +550,71 @@
     });
   }
 
+
+
+  // -- routes ----------------------------------------------------------------------------------
+
+  const SVG = "http://www.w3.org/2000/svg";
+  let routesKey = "";
+
+  /** Requests per bucket as a small line; the SVG is built as elements, never parsed from text. */
+  function sparkline(series, label) {
+    const width = 96;
+    const height = 22;
+    const top = Math.max(1, ...series);
+    const step = series.length > 1 ? width / (series.length - 1) : width;
+    const points = series.map((n, i) => `${(i * step).toFixed(1)},${(height - 2 - (n / top) * (height - 4)).toFixed(1)}`);
+    const svg = document.createElementNS(SVG, "svg");
+    svg.setAttribute("class", "sparkline");
+    svg.setAttribute("viewBox", `0 0 ${width} ${height}`);
+    svg.setAttribute("role", "img");
+    svg.setAttribute("aria-label", label);
+    const base = document.createElementNS(SVG, "line");
+    base.setAttribute("class", "baseline");
+    for (const [key, value] of [["x1", 0], ["y1", height - 1], ["x2", width], ["y2", height - 1]]) base.setAttribute(key, value);
+    const line = document.createElementNS(SVG, "polyline");
+    line.setAttribute("points", points.join(" "));
+    svg.append(base, line);
+    return svg;
+  }
+
+  async function pollRoutes() {
+    let body;
+    try {
+      body = await getJSON("/system/metrics/routes", { allow: [404] });
+    } catch (_) {
+      return;
+    }
+    if (!body || !Array.isArray(body.routes)) {
+      $("routes-panel").hidden = true;
+      return;
+    }
+    $("routes-panel").hidden = false;
+    const key = JSON.stringify(body.routes);
+    if (key === routesKey) return;
+    routesKey = key;
+    const rows = body.routes.filter((route) => route.count > 0);
+    const tbody = $("routes-table").tBodies[0];
+    if (!rows.length) {
+      tbody.replaceChildren(h("tr", {}, h("td", { colspan: 8, class: "empty", text: "No requests yet." })));
+      return;
+    }
+    tbody.replaceChildren(...rows.map((route) => {
+      const statuses = Object.entries(route.statuses).map(([code, n]) =>
+        h("span", { class: `status-count ${code >= 500 ? "server" : code >= 400 ? "client" : ""}`, text: `${code}: ${n.toLocaleString()}` }));
+      const bucket = route.bucket_seconds || 10;
+      return h("tr", { "data-route": `${route.method} ${route.path}`, class: route.server_errors ? "has-error" : "" },
+        h("th", { scope: "row" }, h("span", { class: "method", text: route.method }), h("span", { class: "name" }, breakable(route.path))),
+        h("td", { "data-label": "Requests", text: route.count.toLocaleString() }),
+        h("td", { "data-label": "Per second", text: route.rate_per_s.toFixed(2) }),
+        h("td", { "data-label": "Last 5 min" }, sparkline(route.series, `${route.series.reduce((a, b) => a + b, 0)} requests in the last ${Math.round((route.series.length * bucket) / 60)} minutes`)),
+        h("td", { "data-label": "p50", text: formatMs(route.p50_ms) }),
+        h("td", { "data-label": "p95", text: formatMs(route.p95_ms) }),
+        h("td", { "data-label": "p99", text: formatMs(route.p99_ms) }),
+        h("td", { "data-label": "Statuses", class: "statuses" }, statuses),
+      );
+    }));
+  }
 
   // -- agent runs ------------------------------------------------------------------------------
 

@@ -92,6 +92,9 @@ async def test_nothing_overflows_on_a_phone_or_a_desktop(tmp_path: Path, browser
             "DEAD", timeout=WAIT_MS
         )
         await expect(log_line(page, "careful, dan")).to_be_visible(timeout=WAIT_MS)
+        route = page.locator('#routes-table [data-route="GET /warn/{name}"]')
+        await expect(route).to_contain_text("200: 1", timeout=WAIT_MS)
+        await expect(route.locator("svg.sparkline polyline")).to_have_count(1)
 
         overflow = await page.evaluate(OVERFLOW_CHECK)
         assert overflow == {"page": 0, "wide": []}
