@@ -294,6 +294,7 @@
     refreshConnection();
     pollRuns();
     pollRoutes();
+    pollCluster();
     pollTimer = setTimeout(poll, POLL_MS);
   }
 
@@ -614,6 +615,58 @@
         h("td", { "data-label": "Statuses", class: "statuses" }, statuses),
       );
     }));
+  }
+
+
+  // -- the cluster -----------------------------------------------------------------------------
+
+  let clusterKey = "";
+
+  function countOf(statuses, good) {
+    const values = Object.values(statuses || {});
+    return `${values.filter((status) => good.includes(status)).length} / ${values.length}`;
+  }
+
+  async function pollCluster() {
+    let body;
+    try {
+      body = await getJSON("/system/cluster", { allow: [404] });
+    } catch (_) {
+      return;
+    }
+    if (!body || !Array.isArray(body.processes) || !body.enabled) {
+      $("cluster-panel").hidden = true; // one process: the page already shows it all
+      return;
+    }
+    $("cluster-panel").hidden = false;
+    const key = JSON.stringify([body.processes.map((p) => ({ ...p, heartbeat_at: 0 })), body.mismatched_plugin_files]);
+    if (key === clusterKey) return;
+    clusterKey = key;
+    $("cluster-count").textContent = `${plural(body.processes.length, "live process", "live processes")} sharing Redis`;
+    const now = Date.now() / 1000;
+    $("cluster-table").tBodies[0].replaceChildren(...body.processes.map((p) => {
+      const broken = Object.values(p.tools || {}).some((s) => s === "DEAD") || Object.values(p.plugins || {}).some((s) => s === "DEAD");
+      return h("tr", { "data-process": p.id, class: broken ? "has-error" : "" },
+        h("th", { scope: "row" }, h("span", { class: "name", text: `${p.host}:${p.pid}` }),
+          p.id === body.self ? h("span", { class: "badge tone-info this-process", text: "this page's process" }) : null,
+          h("span", { class: "file", text: p.id })),
+        h("td", { "data-label": "Version", text: p.version }),
+        h("td", { "data-label": "Up", text: formatDuration(now - p.started_at) }),
+        h("td", { "data-label": "Tools", text: `${countOf(p.tools, ["OK"])} OK` }),
+        h("td", { "data-label": "Plugins", text: `${countOf(p.plugins, ["READY"])} ready` }),
+        h("td", { "data-label": "Tool calls", text: `${Number(p.calls).toLocaleString()} (${Number(p.call_errors).toLocaleString()} errors)` }),
+        h("td", { "data-label": "Heartbeat", text: `${Math.max(0, now - p.heartbeat_at).toFixed(1)} s ago` }),
+      );
+    }));
+    const mismatches = Object.entries(body.mismatched_plugin_files || {});
+    const box = $("cluster-mismatches");
+    box.hidden = !mismatches.length;
+    box.replaceChildren(
+      h("h3", { text: `${plural(mismatches.length, "plugin file")} ${mismatches.length === 1 ? "differs" : "differ"} between processes` }),
+      h("ul", {}, mismatches.map(([file, versions]) =>
+        h("li", { "data-mismatch": file }, h("code", { text: file }), ": ",
+          Object.entries(versions).map(([digest, ids]) => `version ${digest} on ${ids.join(", ")}`).join("; ")))),
+    );
   }
 
   // -- agent runs ------------------------------------------------------------------------------

@@ -116,6 +116,7 @@ def test_no_file_of_the_page_names_another_host() -> None:
         "/system/logs/stream",
         "/system/events/stream",
         "/system/metrics/routes",
+        "/system/cluster",
         "/agents/runs${query}",
         "/agents/runs/${encodeURIComponent(entry.id)}",
         "/agents/runs/${encodeURIComponent(runs.selected)}",

@@ -8,12 +8,14 @@ Screenshots of each size are saved under ``test-artifacts/``. Every wait is boun
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
+from tests.conftest import RedisNamespace
 from tests.domains.agents.agents_kit import agents_root, call
 from tests.domains.dashboard.dashboard_kit import (
     ARTIFACTS,
@@ -23,6 +25,7 @@ from tests.domains.dashboard.dashboard_kit import (
     dashboard_root,
 )
 from tests.kit import PROJECT, make_root, serving, write
+from tests.scale.cluster import KeelProcess
 
 pytestmark = pytest.mark.browser
 
@@ -275,3 +278,47 @@ async def test_an_agent_run_is_listed_and_followed_live_to_its_end(
         await expect(detail.locator("#run-output")).to_contain_text("walnut keyboard is in stock")
         await expect(row).to_contain_text("COMPLETED", timeout=WAIT_MS)
         assert watch.errors == []
+
+
+@pytest.mark.services
+async def test_the_cluster_view_lists_two_real_processes_and_a_version_mismatch(
+    tmp_path: Path, browser: Any, monkeypatch: pytest.MonkeyPatch, redis_namespace: RedisNamespace
+) -> None:
+    for name in ("EVENT_BUS_URL", "STORE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("CLUSTER_URL", redis_namespace.url)
+    monkeypatch.setenv("CLUSTER_PREFIX", redis_namespace.prefix)
+    monkeypatch.setenv("CLUSTER_HEARTBEAT_SECONDS", "0.5")
+    roots = []
+    for name, version in (("one", "1"), ("two", "2")):
+        root = dashboard_root(tmp_path, name=name)
+        (root / "tools" / "cluster").symlink_to(PROJECT / "tools" / "cluster", target_is_directory=True)
+        write(
+            root,
+            "domains/demo/plugins/hello.py",
+            (root / "domains/demo/plugins/hello.py").read_text() + f"\n# version {version}\n",
+        )
+        roots.append(root)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PORT", "HOST", "AUTH_"))}
+    other = KeelProcess("two", roots[1], {**env, "PORT": "0", "HOST": "127.0.0.1", "LOG_LEVEL": "INFO"})
+    other.start()
+    try:
+        other.wait_serving()
+        async with serving(roots[0]) as (kernel, base_url):
+            page = await browser.new_page()
+            watch = PageWatch(page)
+            await page.goto(f"{base_url}/system/")
+            panel = page.locator("#cluster-panel")
+            await expect(panel.locator("tbody tr")).to_have_count(2, timeout=WAIT_MS)
+            await expect(panel.locator(f'[data-process*=":{other.pid}:"]')).to_be_visible()
+            await expect(panel.locator(f'[data-process*=":{os.getpid()}:"]')).to_contain_text(
+                "this page's process"
+            )
+            mismatch = panel.locator('[data-mismatch="domains/demo/plugins/hello.py"]')
+            await expect(mismatch).to_be_visible(timeout=WAIT_MS)
+            await expect(panel.locator("#cluster-mismatches")).to_contain_text("1 plugin file differs between processes")
+            ARTIFACTS.mkdir(exist_ok=True)
+            await panel.screenshot(path=str(ARTIFACTS / "dashboard-cluster.png"))
+            assert watch.errors == []
+    finally:
+        assert other.stop() == 0, other.output()
