@@ -316,7 +316,9 @@ async def test_the_cluster_view_lists_two_real_processes_and_a_version_mismatch(
             )
             mismatch = panel.locator('[data-mismatch="domains/demo/plugins/hello.py"]')
             await expect(mismatch).to_be_visible(timeout=WAIT_MS)
-            await expect(panel.locator("#cluster-mismatches")).to_contain_text("1 plugin file differs between processes")
+            await expect(panel.locator("#cluster-mismatches")).to_contain_text(
+                "1 plugin file differs between processes"
+            )
             ARTIFACTS.mkdir(exist_ok=True)
             await panel.screenshot(path=str(ARTIFACTS / "dashboard-cluster.png"))
             assert watch.errors == []
