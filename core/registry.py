@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import logging
+import math
 import os
 import socket
 import time
@@ -17,6 +18,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
+
+
+def nearest_rank(ordered: list[float], percentile: float) -> float:
+    """The ``percentile`` (0-100) of an ascending, non-empty list by the nearest-rank method: the
+    smallest value with at least that share of the values at or below it. One definition for every
+    percentile Keel reports (tool calls, routes), so their figures compare."""
+    rank = max(1, math.ceil(percentile / 100 * len(ordered)))
+    return ordered[rank - 1]
+
 
 log = logging.getLogger("keel.registry")
 

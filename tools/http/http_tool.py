@@ -64,6 +64,7 @@ from .endpoint import EndpointSpec, make_endpoint_app
 from .envelope import envelope, problem_for
 from .page import build_page, make_page_app
 from .request_id import REQUEST_ID_KEY, RequestIdMiddleware
+from .route_metrics import RouteMetrics
 from .routes import KeelRoute
 from .server import HTTP_PROTOCOL, KeelServer, bind_socket, is_loopback, url_of
 from .sse import Closer, StreamTracker, make_sse_app
@@ -102,6 +103,7 @@ class HttpTool(BaseTool):
         self.max_body = DEFAULT_MAX_BODY
         self._gate = AuthGate()
         self._streams = StreamTracker()
+        self.route_metrics = RouteMetrics()
         self._routes: dict[tuple[str, str], KeelRoute] = {}
         self._staged: dict[str, dict[tuple[str, str], KeelRoute]] = {}
         self._staged_gate: dict[str, dict[str, Any]] = {}
@@ -204,6 +206,10 @@ class HttpTool(BaseTool):
             for s in specs
         ]
 
+    def get_route_metrics(self) -> list[dict[str, Any]]:
+        """Per route and method: requests, rate, p50/p95/p99 ms and counts by status (this process)."""
+        return self.route_metrics.snapshot()
+
     def json_response(
         self, body: Any, *, status_code: int = 200, headers: Mapping[str, str] | None = None
     ) -> Response:
@@ -220,6 +226,8 @@ class HttpTool(BaseTool):
             gone = [key for key, route in self._routes.items() if route.spec.owner == owner]
             if gone:
                 removed = [self._routes.pop(key) for key in gone]
+                for method, path in gone:
+                    self.route_metrics.forget(method, path)
                 dropped = {id(route) for route in removed}
                 self.app.router.routes = [r for r in self.app.router.routes if id(r) not in dropped]
                 self.app.openapi_schema = None
@@ -413,6 +421,7 @@ class HttpTool(BaseTool):
         )
 
     def _register(self, route: KeelRoute) -> None:
+        route.metrics = self.route_metrics
         spec = route.spec
         key = (spec.method, spec.path)
         with self._lock:

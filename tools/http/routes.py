@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
+import time
 import uuid
 from typing import Any
 
@@ -26,6 +27,7 @@ from starlette.routing import compile_path
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from .endpoint import EndpointSpec
+from .route_metrics import RouteMetrics
 from .sse import Closer
 
 _CONVERTOR_TYPES: dict[type, type] = {IntegerConvertor: int, FloatConvertor: float, UUIDConvertor: uuid.UUID}
@@ -108,6 +110,8 @@ def _stand_in(
 class KeelRoute(APIRoute):
     """One registered endpoint: documented like a FastAPI route, served by ``serve_app``."""
 
+    metrics: RouteMetrics | None = None  # set by the http tool when the route is registered
+
     def __init__(self, spec: EndpointSpec, serve_app: ASGIApp, closer: Closer | None = None) -> None:
         errors: dict[int | str, dict[str, Any]] = {
             422: {"model": ErrorEnvelope, "description": "Invalid input (the fields are named)"},
@@ -135,12 +139,34 @@ class KeelRoute(APIRoute):
 
     async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         self.in_flight += 1
+        metrics = self.metrics
+        if metrics is None:
+            try:
+                await super().handle(scope, receive, send)
+            finally:
+                self._done()
+            return
+        status = 500  # what the client sees when the app fails before it answers
+        started = time.perf_counter()
+
+        async def send_noting_status(message: Any) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
         try:
-            await super().handle(scope, receive, send)
+            await super().handle(scope, receive, send_noting_status)
         finally:
-            self.in_flight -= 1
-            if not self.in_flight and self._idle is not None:
-                self._idle.set()
+            self._done()
+            spec = self.spec
+            elapsed = None if spec.sse else (time.perf_counter() - started) * 1000.0
+            metrics.record(spec.method, spec.path, status, elapsed)
+
+    def _done(self) -> None:
+        self.in_flight -= 1
+        if not self.in_flight and self._idle is not None:
+            self._idle.set()
 
     async def wait_idle(self) -> None:
         """Return once no request is being served by this route."""

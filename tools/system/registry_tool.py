@@ -14,22 +14,15 @@ or below it).
 from __future__ import annotations
 
 import copy
-import math
 import threading
 from collections.abc import Iterable
 from typing import Any
 
 from core.base_tool import BaseTool
 from core.context import current_plugin_var
-from core.registry import MetricRecord, MetricsSink, ToolStatus
+from core.registry import MetricRecord, MetricsSink, ToolStatus, nearest_rank
 
 PERCENTILES = (50, 95, 99)
-
-
-def nearest_rank(ordered: list[float], percentile: float) -> float:
-    """The ``percentile`` of an ascending, non-empty list by the nearest-rank method."""
-    rank = max(1, math.ceil(percentile / 100 * len(ordered)))
-    return ordered[rank - 1]
 
 
 def summarize(records: Iterable[MetricRecord]) -> dict[str, dict[str, Any]]:

@@ -159,6 +159,45 @@
     $("main").focus();
   });
 
+  /** Username and password -> POST /users/login -> the token it answers with (kept like a pasted one). */
+  $("login-form").addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const errorNode = $("login-error");
+    errorNode.hidden = true;
+    const username = $("login-username").value.trim();
+    const password = $("login-password").value;
+    if (!username || !password) return;
+    let response;
+    try {
+      response = await fetch("/users/login", {
+        method: "POST",
+        headers: { "Content-Type": "application/json", Accept: "application/json" },
+        body: JSON.stringify({ username, password }),
+        cache: "no-store",
+      });
+    } catch (_) {
+      errorNode.textContent = "The service could not be reached.";
+      errorNode.hidden = false;
+      return;
+    }
+    if (response.ok) {
+      const body = await response.json().catch(() => ({}));
+      if (typeof body.access_token === "string" && body.access_token) {
+        $("login-password").value = "";
+        auth.set(body.access_token);
+        $("main").focus();
+        return;
+      }
+    }
+    const message = response.status === 404
+      ? "This service has no password login (no users domain); paste a token instead."
+      : response.status === 429
+        ? `Too many attempts; try again in ${response.headers.get("Retry-After") || "a few"} s.`
+        : await errorMessage(response);
+    errorNode.textContent = message;
+    errorNode.hidden = false;
+  });
+
   $("forget-token").addEventListener("click", () => {
     auth.set(null);
     streams.forEach((stream) => stream.restart());
@@ -235,12 +274,15 @@
         return;
       }
       if (unreachableSince === null) unreachableSince = Date.now();
-      setConnection("down", `Service unreachable since ${clockTime(unreachableSince / 1000).slice(0, 8)} · retrying`);
+      const since = clockTime(unreachableSince / 1000).slice(0, 8);
+      setConnection("down", `Disconnected since ${since} · retrying`);
+      showDisconnected(since);
       pollTimer = setTimeout(poll, POLL_MS);
       return;
     }
     lastGoodPoll = Date.now();
     unreachableSince = null;
+    showDisconnected(null);
     try {
       renderHeader(status);
       renderSummary(status, health, metrics.summary || {});
@@ -250,7 +292,23 @@
       console.error("dashboard: could not show the service's answer", error); // a bug here, not an outage
     }
     refreshConnection();
+    pollRuns();
+    pollRoutes();
+    pollCluster();
     pollTimer = setTimeout(poll, POLL_MS);
+  }
+
+  /** While the service cannot be reached, say so on the page and mark every figure as last known. */
+  function showDisconnected(since) {
+    const banner = $("disconnected");
+    banner.hidden = since === null;
+    if (since !== null) {
+      banner.textContent = `Disconnected since ${since}. The figures below are the last ones received, not live.`;
+    }
+    for (const item of $("summary").children) item.classList.toggle("stale", since !== null);
+    const health = $("summary").querySelector('[data-summary="Health"] .summary-value');
+    if (health && since !== null) health.textContent = "Disconnected";
+    if (since !== null) view.summaryKey = ""; // redraw from the next answer
   }
 
   function refreshConnection() {
@@ -319,13 +377,13 @@
     const toolsOk = count(tools, "OK");
     const toolProblems = tools.length - toolsOk - count(tools, "OFF");
     const dead = count(plugins, "DEAD");
-    const healthy = health.status === "ok";
+    const healthy = health.status === "ok" || health.status === "degraded";
     const items = [
       {
         label: "Health",
-        value: healthy ? "Healthy" : "Unavailable",
-        tone: healthy ? "good" : "bad",
-        note: healthy ? "ready for traffic" : plural(health.reasons.length, "reason"),
+        value: health.status === "degraded" ? "Degraded" : healthy ? "Healthy" : "Unavailable",
+        tone: health.status === "degraded" ? "warn" : healthy ? "good" : "bad",
+        note: health.status === "ok" ? "ready for traffic" : plural((health.reasons || []).length, "reason"),
       },
       {
         label: "Tools",
@@ -362,7 +420,7 @@
     view.summaryKey = key;
     $("summary").replaceChildren(
       ...items.map((item) =>
-        h("li", { class: `summary-item tone-${item.tone}` },
+        h("li", { class: `summary-item tone-${item.tone}`, "data-summary": item.label },
           h("span", { class: "summary-label", text: item.label }),
           h("span", { class: "summary-value", text: item.value }),
           h("span", { class: "summary-note", text: item.note }),
@@ -410,7 +468,7 @@
         return h("section", { class: "domain", "data-domain": name, "aria-label": `Domain ${name}` },
           h("h3", {}, name, h("span", { class: "domain-note" },
             plural(group.plugins.length, "plugin"), dead ? ` · ${dead} with errors` : "")),
-          h("table", { class: "table table-compact table-fixed" },
+          h("table", { class: "table table-compact table-fixed table-stack" },
             h("colgroup", {}, h("col", { class: "col-name" }), h("col", { class: "col-status" }), h("col", {})),
             h("thead", {}, h("tr", {},
               h("th", { scope: "col", text: "Plugin" }), h("th", { scope: "col", text: "Status" }),
@@ -426,7 +484,7 @@
     const rows = tools.map(([name, tool]) =>
       h("tr", { "data-tool": name, class: tool.status === "DEAD" || tool.status === "FAIL" ? "has-error" : "" },
         h("th", { scope: "row" }, h("span", { class: "name", text: name }), h("span", { class: "file", text: tool.file || "" })),
-        h("td", {}, badge(tool.status)),
+        h("td", { "data-label": "Status" }, badge(tool.status)),
         h("td", {},
           tool.message ? h("p", { class: tool.status === "OK" ? "message" : "message error-text", text: tool.message }) : null,
           h("span", { class: "muted since", text: `since ${clockTime(tool.since).slice(0, 8)}` })),
@@ -472,12 +530,12 @@
         const [tool, ...method] = row.key.split(".");
         return h("tr", { "data-metric": row.key, class: row.errors ? "has-error" : "" },
           h("th", { scope: "row" }, h("span", { class: "name" }, tool, h("wbr"), h("span", { class: "muted" }, breakable(`.${method.join(".")}`)))),
-          h("td", { text: row.count.toLocaleString() }),
-          h("td", { class: row.errors ? "error-text" : "", text: row.errors.toLocaleString() }),
-          h("td", { class: row.errors ? "error-text" : "", text: `${(row.rate * 100).toFixed(row.rate && row.rate < 0.1 ? 1 : 0)}%` }),
-          h("td", { text: formatMs(row.p50_ms) }),
-          h("td", { text: formatMs(row.p95_ms) }),
-          h("td", { text: formatMs(row.p99_ms) }),
+          h("td", { "data-label": "Calls", text: row.count.toLocaleString() }),
+          h("td", { "data-label": "Errors", class: row.errors ? "error-text" : "", text: row.errors.toLocaleString() }),
+          h("td", { "data-label": "Error %", class: row.errors ? "error-text" : "", text: `${(row.rate * 100).toFixed(row.rate && row.rate < 0.1 ? 1 : 0)}%` }),
+          h("td", { "data-label": "p50", text: formatMs(row.p50_ms) }),
+          h("td", { "data-label": "p95", text: formatMs(row.p95_ms) }),
+          h("td", { "data-label": "p99", text: formatMs(row.p99_ms) }),
         );
       }),
     );
@@ -492,6 +550,334 @@
       renderMetrics(view.metrics);
     });
   }
+
+
+
+  // -- routes ----------------------------------------------------------------------------------
+
+  const SVG = "http://www.w3.org/2000/svg";
+  let routesKey = "";
+
+  /** Requests per bucket as a small line; the SVG is built as elements, never parsed from text. */
+  function sparkline(series, label) {
+    const width = 96;
+    const height = 22;
+    const top = Math.max(1, ...series);
+    const step = series.length > 1 ? width / (series.length - 1) : width;
+    const points = series.map((n, i) => `${(i * step).toFixed(1)},${(height - 2 - (n / top) * (height - 4)).toFixed(1)}`);
+    const svg = document.createElementNS(SVG, "svg");
+    svg.setAttribute("class", "sparkline");
+    svg.setAttribute("viewBox", `0 0 ${width} ${height}`);
+    svg.setAttribute("role", "img");
+    svg.setAttribute("aria-label", label);
+    const base = document.createElementNS(SVG, "line");
+    base.setAttribute("class", "baseline");
+    for (const [key, value] of [["x1", 0], ["y1", height - 1], ["x2", width], ["y2", height - 1]]) base.setAttribute(key, value);
+    const line = document.createElementNS(SVG, "polyline");
+    line.setAttribute("points", points.join(" "));
+    svg.append(base, line);
+    return svg;
+  }
+
+  async function pollRoutes() {
+    let body;
+    try {
+      body = await getJSON("/system/metrics/routes", { allow: [404] });
+    } catch (_) {
+      return;
+    }
+    if (!body || !Array.isArray(body.routes)) {
+      $("routes-panel").hidden = true;
+      return;
+    }
+    $("routes-panel").hidden = false;
+    const key = JSON.stringify(body.routes);
+    if (key === routesKey) return;
+    routesKey = key;
+    const rows = body.routes.filter((route) => route.count > 0);
+    const tbody = $("routes-table").tBodies[0];
+    if (!rows.length) {
+      tbody.replaceChildren(h("tr", {}, h("td", { colspan: 8, class: "empty", text: "No requests yet." })));
+      return;
+    }
+    tbody.replaceChildren(...rows.map((route) => {
+      const statuses = Object.entries(route.statuses).map(([code, n]) =>
+        h("span", { class: `status-count ${code >= 500 ? "server" : code >= 400 ? "client" : ""}`, text: `${code}: ${n.toLocaleString()}` }));
+      const bucket = route.bucket_seconds || 10;
+      return h("tr", { "data-route": `${route.method} ${route.path}`, class: route.server_errors ? "has-error" : "" },
+        h("th", { scope: "row" }, h("span", { class: "method", text: route.method }), h("span", { class: "name" }, breakable(route.path))),
+        h("td", { "data-label": "Requests", text: route.count.toLocaleString() }),
+        h("td", { "data-label": "Per second", text: route.rate_per_s.toFixed(2) }),
+        h("td", { "data-label": "Last 5 min" }, sparkline(route.series, `${route.series.reduce((a, b) => a + b, 0)} requests in the last ${Math.round((route.series.length * bucket) / 60)} minutes`)),
+        h("td", { "data-label": "p50", text: formatMs(route.p50_ms) }),
+        h("td", { "data-label": "p95", text: formatMs(route.p95_ms) }),
+        h("td", { "data-label": "p99", text: formatMs(route.p99_ms) }),
+        h("td", { "data-label": "Statuses", class: "statuses" }, statuses),
+      );
+    }));
+  }
+
+
+  // -- the cluster -----------------------------------------------------------------------------
+
+  let clusterKey = "";
+
+  function countOf(statuses, good) {
+    const values = Object.values(statuses || {});
+    return `${values.filter((status) => good.includes(status)).length} / ${values.length}`;
+  }
+
+  async function pollCluster() {
+    let body;
+    try {
+      body = await getJSON("/system/cluster", { allow: [404] });
+    } catch (_) {
+      return;
+    }
+    if (!body || !Array.isArray(body.processes) || !body.enabled) {
+      $("cluster-panel").hidden = true; // one process: the page already shows it all
+      return;
+    }
+    $("cluster-panel").hidden = false;
+    const key = JSON.stringify([body.processes.map((p) => ({ ...p, heartbeat_at: 0 })), body.mismatched_plugin_files]);
+    if (key === clusterKey) return;
+    clusterKey = key;
+    $("cluster-count").textContent = `${plural(body.processes.length, "live process", "live processes")} sharing Redis`;
+    const now = Date.now() / 1000;
+    $("cluster-table").tBodies[0].replaceChildren(...body.processes.map((p) => {
+      const broken = Object.values(p.tools || {}).some((s) => s === "DEAD") || Object.values(p.plugins || {}).some((s) => s === "DEAD");
+      return h("tr", { "data-process": p.id, class: broken ? "has-error" : "" },
+        h("th", { scope: "row" }, h("span", { class: "name", text: `${p.host}:${p.pid}` }),
+          p.id === body.self ? h("span", { class: "badge tone-info this-process", text: "this page's process" }) : null,
+          h("span", { class: "file", text: p.id })),
+        h("td", { "data-label": "Version", text: p.version }),
+        h("td", { "data-label": "Up", text: formatDuration(now - p.started_at) }),
+        h("td", { "data-label": "Tools", text: `${countOf(p.tools, ["OK"])} OK` }),
+        h("td", { "data-label": "Plugins", text: `${countOf(p.plugins, ["READY"])} ready` }),
+        h("td", { "data-label": "Tool calls", text: `${Number(p.calls).toLocaleString()} (${Number(p.call_errors).toLocaleString()} errors)` }),
+        h("td", { "data-label": "Heartbeat", text: `${Math.max(0, now - p.heartbeat_at).toFixed(1)} s ago` }),
+      );
+    }));
+    const mismatches = Object.entries(body.mismatched_plugin_files || {});
+    const box = $("cluster-mismatches");
+    box.hidden = !mismatches.length;
+    box.replaceChildren(
+      h("h3", { text: `${plural(mismatches.length, "plugin file")} ${mismatches.length === 1 ? "differs" : "differ"} between processes` }),
+      h("ul", {}, mismatches.map(([file, versions]) =>
+        h("li", { "data-mismatch": file }, h("code", { text: file }), ": ",
+          Object.entries(versions).map(([digest, ids]) => `version ${digest} on ${ids.join(", ")}`).join("; ")))),
+    );
+  }
+
+  // -- agent runs ------------------------------------------------------------------------------
+
+  const runs = {
+    views: new Map(), // run id -> its last GET /agents/runs/{id}, kept while the run can change
+    listKey: "",
+    selected: null,
+    stream: null,
+    events: [],
+    busy: false,
+  };
+  const FINISHED = new Set(["completed", "failed", "cancelled"]);
+
+  function runTokens(usage) {
+    if (!usage) return null;
+    const total = Number.isFinite(Number(usage.total_tokens))
+      ? Number(usage.total_tokens)
+      : (Number(usage.input_tokens) || 0) + (Number(usage.output_tokens) || 0);
+    return usage.estimated ? `~${total.toLocaleString()}` : total.toLocaleString();
+  }
+
+  function runOwner(view) {
+    return (view && (view.subject || view.owner || (view.owner_info && view.owner_info.subject))) || "—";
+  }
+
+  function runDuration(entry) {
+    const start = Number(entry.created_at);
+    const end = FINISHED.has(entry.status) ? Number(entry.updated_at) : Date.now() / 1000;
+    return Number.isFinite(start) && Number.isFinite(end) ? formatDuration(end - start) : "–";
+  }
+
+  async function pollRuns() {
+    if (runs.busy) return;
+    runs.busy = true;
+    try {
+      const agent = $("runs-agent").value.trim();
+      const query = agent ? `?limit=50&agent=${encodeURIComponent(agent)}` : "?limit=50";
+      let listed;
+      try {
+        listed = await getJSON(`/agents/runs${query}`, { allow: [404] });
+      } catch (error) {
+        return; // an agents domain that is down shows in the status tables; keep the last list
+      }
+      if (!listed || !Array.isArray(listed.runs)) {
+        $("runs-panel").hidden = true; // no agents domain in this service
+        return;
+      }
+      $("runs-panel").hidden = false;
+      // Details for the runs on screen: a finished run's are fetched once, a live run's each poll.
+      await Promise.all(listed.runs.slice(0, 20).map(async (entry) => {
+        const known = runs.views.get(entry.id);
+        if (known && FINISHED.has(known.status) && known.status === entry.status) return;
+        try {
+          runs.views.set(entry.id, await getJSON(`/agents/runs/${encodeURIComponent(entry.id)}`));
+        } catch (_) {
+          // shown without details
+        }
+      }));
+      renderRuns(listed.runs);
+      if (runs.selected) renderRunDetail();
+    } finally {
+      runs.busy = false;
+    }
+  }
+
+  function renderRuns(list) {
+    const wanted = $("runs-status").value;
+    const rows = list.filter((entry) => !wanted || entry.status === wanted);
+    const key = JSON.stringify([rows, rows.map((entry) => runs.views.get(entry.id) || null), runs.selected]);
+    if (key === runs.listKey) return;
+    runs.listKey = key;
+    $("runs-count").textContent = `${plural(rows.length, "run")} shown · newest first`;
+    const body = $("runs-table").tBodies[0];
+    if (!rows.length) {
+      body.replaceChildren(h("tr", {}, h("td", { colspan: 7, class: "empty", text: "No runs yet." })));
+      return;
+    }
+    body.replaceChildren(...rows.map((entry) => {
+      const view = runs.views.get(entry.id);
+      return h("tr", { "data-run": entry.id, class: runs.selected === entry.id ? "selected" : "" },
+        h("th", { scope: "row" }, h("button", {
+          type: "button", class: "link-button", text: entry.id.slice(0, 12),
+          "aria-label": `Follow run ${entry.id}`, onclick: () => selectRun(entry.id),
+        })),
+        h("td", { "data-label": "Agent", text: entry.agent }),
+        h("td", { "data-label": "Status" }, badge(String(entry.status).toUpperCase())),
+        h("td", { "data-label": "Owner", text: runOwner(view) }),
+        h("td", { "data-label": "Cost", text: view && view.cost_usd !== undefined ? `$${view.cost_usd}` : "–" }),
+        h("td", { "data-label": "Tokens", text: (view && runTokens(view.usage)) || "–" }),
+        h("td", { "data-label": "Duration", text: runDuration(entry) }),
+      );
+    }));
+  }
+
+  function selectRun(runId) {
+    if (runs.stream) runs.stream.stop();
+    runs.selected = runId;
+    runs.events = [];
+    runs.listKey = "";
+    $("run-detail").hidden = false;
+    $("run-title").textContent = `Run ${runId}`;
+    $("run-events").replaceChildren();
+    const stream = new LiveStream(`/agents/runs/${encodeURIComponent(runId)}/events`, {
+      onEvent(event) {
+        let data = event.data;
+        try { data = JSON.parse(event.data); } catch (_) { /* shown as text */ }
+        runs.events.push({ kind: event.type, data });
+        appendRunEvent({ kind: event.type, data });
+        if (event.type === "final") {
+          stream.stop();
+          refreshSelectedRun();
+        }
+      },
+      onState() {},
+    });
+    runs.stream = stream;
+    stream.run();
+    refreshSelectedRun();
+  }
+
+  async function refreshSelectedRun() {
+    if (!runs.selected) return;
+    try {
+      runs.views.set(runs.selected, await getJSON(`/agents/runs/${encodeURIComponent(runs.selected)}`));
+    } catch (_) {
+      return;
+    }
+    renderRunDetail();
+  }
+
+  function describeRunEvent(event) {
+    const data = event.data || {};
+    switch (event.kind) {
+      case "message_delta": return typeof data.text === "string" ? data.text : JSON.stringify(data);
+      case "tool_call": {
+        const call = data.tool_call || {};
+        return `${call.name || "tool"}(${JSON.stringify(call.arguments ?? {})})`;
+      }
+      case "tool_result": {
+        const call = data.tool_call || {};
+        return `${call.name || "tool"} → ${typeof data.result === "string" ? data.result : JSON.stringify(data.result)}`;
+      }
+      case "final": return data.text || "(the run ended)";
+      default: return JSON.stringify(data, null, 1);
+    }
+  }
+
+  function appendRunEvent(event) {
+    const list = $("run-events");
+    const last = list.lastElementChild;
+    // Partial output arrives as many small deltas: they are shown joined, as one growing block.
+    if (event.kind === "message_delta" && last && last.dataset.kind === "message_delta") {
+      last.querySelector("pre").textContent += describeRunEvent(event);
+      return;
+    }
+    list.append(h("li", { class: `run-event kind-${event.kind}`, "data-kind": event.kind },
+      h("span", { class: "kind", text: event.kind }),
+      h("pre", { text: describeRunEvent(event) })));
+    while (list.childElementCount > 300) list.firstElementChild.remove();
+  }
+
+  function renderRunDetail() {
+    const view = runs.views.get(runs.selected);
+    if (!view) return;
+    const budget = view.budget || {};
+    const facts = [
+      ["Status", String(view.status).toUpperCase()],
+      ["Agent", view.agent],
+      ["Owner", runOwner(view)],
+      ["Cost", `$${view.cost_usd}`],
+      ["Tokens", runTokens(view.usage) || "–"],
+      ["Model calls", String(view.model_calls ?? "–")],
+      ["Budget", [budget.max_cost_usd ? `$${budget.max_cost_usd}` : null, budget.max_calls ? `${budget.max_calls} calls` : null].filter(Boolean).join(" · ") || "unlimited"],
+      ["Checkpoint", `v${view.version}`],
+    ];
+    if (view.reason) facts.push(["Reason", view.reason]);
+    $("run-facts").replaceChildren(...facts.map(([term, value]) => h("div", {}, h("dt", { text: term }), h("dd", { text: value }))));
+    const output = $("run-output");
+    const text = view.output === null || view.output === undefined ? "" : typeof view.output === "string" ? view.output : JSON.stringify(view.output, null, 1);
+    output.hidden = !text && !view.error;
+    output.textContent = view.error ? `error: ${view.error}` : text;
+    const finished = FINISHED.has(view.status);
+    $("run-cancel").hidden = finished;
+    const waiting = view.status === "suspended" || Boolean(view.approval);
+    $("run-approve").hidden = !waiting;
+    $("run-deny").hidden = !waiting;
+  }
+
+  async function runAction(path, body) {
+    const response = await fetch(path, {
+      method: "POST",
+      headers: { "Content-Type": "application/json", Accept: "application/json", ...auth.headers() },
+      body: JSON.stringify(body || {}),
+      cache: "no-store",
+    });
+    if (!response.ok) window.alert(await errorMessage(response));
+    refreshSelectedRun();
+  }
+
+  $("run-cancel").addEventListener("click", () => runAction(`/agents/runs/${encodeURIComponent(runs.selected)}/cancel`));
+  $("run-approve").addEventListener("click", () => runAction(`/agents/runs/${encodeURIComponent(runs.selected)}/approval`, { approve: true }));
+  $("run-deny").addEventListener("click", () => runAction(`/agents/runs/${encodeURIComponent(runs.selected)}/approval`, { approve: false }));
+  $("run-close").addEventListener("click", () => {
+    if (runs.stream) runs.stream.stop();
+    runs.selected = null;
+    runs.listKey = "";
+    $("run-detail").hidden = true;
+  });
+  $("runs-status").addEventListener("change", () => { runs.listKey = ""; pollRuns(); });
+  $("runs-agent").addEventListener("change", () => { runs.listKey = ""; pollRuns(); });
 
   // -- server-sent events over fetch -----------------------------------------------------------
 
@@ -567,6 +953,13 @@
       refreshConnection();
     }
 
+    /** Close for good: a run's stream that has delivered its final event, or a page closed. */
+    stop() {
+      this.stopped = true;
+      if (this.controller) this.controller.abort();
+      if (this.wake) this.wake();
+    }
+
     /** Drop the current connection and open a new one now (a new token, say). */
     restart() {
       if (this.controller) this.controller.abort();
@@ -577,6 +970,7 @@
       let delay = RECONNECT_MIN_MS;
       for (;;) {
         const outcome = await this.connectOnce();
+        if (this.stopped) return;
         if (outcome === "missing") {
           this.setState("missing");
           if (this.onMissing) this.onMissing();
@@ -586,6 +980,7 @@
         if (outcome === "opened") delay = this.retryMs; // it worked: start the backoff afresh
         if (outcome === "auth" || outcome === "restart") continue;
         await this.pause(delay, "reconnecting");
+        if (this.stopped) return;
         delay = Math.min(delay * 2, RECONNECT_MAX_MS);
       }
     }
@@ -682,6 +1077,10 @@
     pendingRender: [],
     renderTimer: null,
     minLevel: 0,
+    search: "",
+    source: "",
+    request: null,
+    sources: new Set(),
     paused: false,
     dropped: 0,
     sinceAnnounce: { count: 0, serious: 0, last: null },
@@ -692,14 +1091,82 @@
     return LEVEL_NUMBERS[level] || 0;
   }
 
+  /** Whether a line passes every filter: level, source, search text and the chosen request. */
+  function shown(line) {
+    if (levelNumber(line.level) < logs.minLevel) return false;
+    if (logs.source && (line.identity || "") !== logs.source) return false;
+    if (logs.request && line.event_id !== logs.request) return false;
+    if (logs.search) {
+      const haystack = `${line.message} ${line.identity || ""} ${line.event_id || ""}`.toLowerCase();
+      if (!haystack.includes(logs.search)) return false;
+    }
+    return true;
+  }
+
+  /** The message as text nodes, with each match of the search wrapped in <mark>. */
+  function highlighted(message) {
+    const text = String(message);
+    if (!logs.search) return [text];
+    const parts = [];
+    const lower = text.toLowerCase();
+    let at = 0;
+    for (let found = lower.indexOf(logs.search); found !== -1; found = lower.indexOf(logs.search, at)) {
+      parts.push(text.slice(at, found), h("mark", { text: text.slice(found, found + logs.search.length) }));
+      at = found + logs.search.length;
+    }
+    parts.push(text.slice(at));
+    return parts;
+  }
+
   function logRow(line) {
     const level = String(line.level || "INFO");
+    const request = typeof line.event_id === "string" && line.event_id
+      ? h("span", { class: "request" },
+        h("button", {
+          type: "button",
+          class: "link-button",
+          title: "Show this request's log lines and event chain",
+          "data-request": line.event_id,
+          text: `chain ${line.event_id.slice(0, 12)}`,
+          onclick: () => followRequest(line.event_id),
+        }))
+      : null;
     return h("li", { class: `log-line level-${level.toLowerCase()}`, "data-id": line.id },
       h("time", { datetime: line.timestamp, text: clockTime(line.timestamp) }),
       h("span", { class: "level", text: level }),
-      h("span", { class: "identity", text: line.identity || "—" }),
-      h("span", { class: "message", text: line.message }),
+      h("span", { class: "identity", title: line.identity || "", text: line.identity || "—" }),
+      h("span", { class: "message" }, highlighted(line.message)),
+      request,
     );
+  }
+
+  function noteSource(identity) {
+    if (!identity || logs.sources.has(identity)) return;
+    logs.sources.add(identity);
+    const select = $("log-source");
+    const options = [...logs.sources].sort();
+    const chosen = select.value;
+    select.replaceChildren(
+      h("option", { value: "", text: "All sources" }),
+      ...options.map((name) => h("option", { value: name, text: name })),
+    );
+    select.value = chosen;
+  }
+
+  /** Narrow the log tail to one request and open its event chain. */
+  function followRequest(requestId) {
+    logs.request = requestId;
+    $("log-request-id").textContent = requestId;
+    $("log-request-filter").hidden = false;
+    rerenderLogs();
+    events.focus = requestId;
+    events.open.add(requestId);
+    renderChains();
+    const chain = $("chains").querySelector(".chain.selected") || $("chains").querySelector(`[data-chain="${CSS.escape(requestId)}"]`);
+    if (chain) {
+      chain.open = true;
+      chain.scrollIntoView({ block: "nearest" });
+    }
   }
 
   function isNearBottom(node) {
@@ -710,7 +1177,7 @@
     const view = $("log-view");
     const list = $("log-lines");
     const stick = replace || isNearBottom(view);
-    const rows = lines.filter((line) => levelNumber(line.level) >= logs.minLevel).map(logRow);
+    const rows = lines.filter(shown).map(logRow);
     if (replace) list.replaceChildren(...rows);
     else list.append(...rows);
     while (list.childElementCount > MAX_LOG_LINES) list.firstElementChild.remove();
@@ -732,6 +1199,7 @@
   }
 
   function acceptLogLine(line) {
+    noteSource(line.identity);
     logs.lines.push(line);
     keep(logs.lines, MAX_LOG_LINES);
     if (logs.paused) {
@@ -747,7 +1215,7 @@
 
   /** The polite live region: a summary of what arrived, at most every ANNOUNCE_EVERY_MS. */
   function noteForAnnouncement(line) {
-    if (levelNumber(line.level) < logs.minLevel) return;
+    if (!shown(line)) return;
     const pending = logs.sinceAnnounce;
     pending.count += 1;
     if (levelNumber(line.level) >= LEVEL_NUMBERS.WARNING) {
@@ -770,22 +1238,50 @@
     const node = $("log-state");
     if (logs.paused) {
       node.dataset.state = "paused";
-      const shown = logs.held.filter((line) => levelNumber(line.level) >= logs.minLevel).length;
-      node.textContent = `Paused · ${plural(shown, "new line")} held`;
+      const held = logs.held.filter(shown).length;
+      node.textContent = `Paused · ${plural(held, "new line")} held`;
       return;
     }
     node.dataset.state = stream ? stream.state : "connecting";
     node.textContent = describeStreamState(stream ? stream.state : "connecting", logs.lastCountdown);
   }
 
-  $("log-level").addEventListener("change", (event) => {
-    logs.minLevel = Number(event.target.value);
+  /** Draw the kept lines again after a filter changed. */
+  function rerenderLogs() {
     clearTimeout(logs.renderTimer); // the lines waiting for a render are in logs.lines too
     logs.renderTimer = null;
     logs.pendingRender = [];
     const held = new Set(logs.held);
     const visible = logs.paused ? logs.lines.filter((line) => !held.has(line)) : logs.lines;
     renderLogLines(visible, { replace: true });
+    showLogState();
+  }
+
+  $("log-level").addEventListener("change", (event) => {
+    logs.minLevel = Number(event.target.value);
+    rerenderLogs();
+  });
+
+  let searchTimer = null;
+  $("log-search").addEventListener("input", (event) => {
+    clearTimeout(searchTimer);
+    searchTimer = setTimeout(() => {
+      logs.search = event.target.value.trim().toLowerCase();
+      rerenderLogs();
+    }, 120);
+  });
+
+  $("log-source").addEventListener("change", (event) => {
+    logs.source = event.target.value;
+    rerenderLogs();
+  });
+
+  $("log-request-clear").addEventListener("click", () => {
+    logs.request = null;
+    events.focus = null;
+    $("log-request-filter").hidden = true;
+    rerenderLogs();
+    renderChains();
   });
 
   $("log-pause").addEventListener("click", (event) => {
@@ -848,7 +1344,7 @@
 
   // -- event chains ----------------------------------------------------------------------------
 
-  const events = { records: new Map(), open: new Set(), renderTimer: null };
+  const events = { records: new Map(), open: new Set(), renderTimer: null, focus: null };
 
   function acceptEventRecord(record) {
     if (!record || typeof record.id !== "string") return;
@@ -882,7 +1378,7 @@
       chain.latest = Math.max(...chain.records.map((r) => Number(r.timestamp) || 0));
       chain.failures = chain.records.filter((r) => (r.subscribers || []).some((s) => s.outcome === "error")).length;
     }
-    return list.sort((a, b) => b.latest - a.latest).slice(0, MAX_CHAINS);
+    return list.sort((a, b) => b.latest - a.latest);
   }
 
   function eventNode(record, children) {
@@ -918,7 +1414,12 @@
   }
 
   function renderChains() {
-    const list = chains();
+    let list = chains();
+    if (events.focus) {
+      const focused = list.filter((chain) => chain.key === events.focus || chain.records.some((r) => r.id === events.focus));
+      if (focused.length) list = focused;
+    }
+    list = list.slice(0, MAX_CHAINS);
     const container = $("chains");
     const focusedKey = document.activeElement && document.activeElement.closest("[data-chain]")
       ? document.activeElement.closest("[data-chain]").dataset.chain
@@ -929,12 +1430,17 @@
     }
     container.replaceChildren(
       ...list.map((chain) => {
-        const first = chain.records[0];
-        const title = chain.fromRequest ? `request ${chain.key.slice(0, 12)}` : first.name;
-        const details = h("details", { class: "chain", "data-chain": chain.key, open: events.open.has(chain.key) },
+        const names = [...new Set(chain.records.map((record) => record.name))];
+        const title = names.length > 3 ? `${names.slice(0, 3).join(" → ")} → …` : names.join(" → ");
+        const details = h("details", {
+          class: events.focus && (events.focus === chain.key || chain.records.some((r) => r.id === events.focus)) ? "chain selected" : "chain",
+          "data-chain": chain.key,
+          open: events.open.has(chain.key),
+        },
           h("summary", {},
             h("span", { class: "name", text: title }),
             chain.failures ? badge("ERROR") : badge("OK"),
+            chain.fromRequest ? h("span", { class: "muted identity", text: `request ${chain.key.slice(0, 12)}` }) : null,
             h("span", { class: "muted", text: `${plural(chain.records.length, "event")} · ${clockTime(chain.latest).slice(0, 8)}` }),
           ),
           chainTree(chain),

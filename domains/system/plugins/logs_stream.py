@@ -1,12 +1,14 @@
 """``GET /system/logs/stream``: every log line of this process, live, as server-sent events.
 
-Each line is one event whose ``id`` is an increasing integer and whose ``data`` is
-``{"id", "level", "message", "timestamp", "identity", "process"}``; ``process`` is ``{"pid", "host"}``
-of this process (as in the dump's ``kernel.process``), because the stream is per process: behind a
-load balancer each Keel process streams its own lines. The last ``LOG_STREAM_BACKLOG`` lines
-(default 1000) are kept, so a client reconnecting with ``Last-Event-ID: N`` (browsers send it by
-themselves) first receives the kept lines after N. ``?level=WARNING`` keeps lines at or above a
-level. Admin-only once authentication is configured.
+Each line is one event whose ``id`` is an increasing integer and whose ``data`` is ``{"id", "level",
+"message", "timestamp", "identity", "event_id", "process"}``; ``event_id`` is the request id or
+event id the line was logged under (the root of its event chain, or one of its events; ``null``
+outside any), and ``process`` is ``{"pid", "host"}`` of this process (as in the dump's
+``kernel.process``), because the stream is per process: behind a load balancer each Keel process
+streams its own lines. The last ``LOG_STREAM_BACKLOG`` lines (default 1000) are kept, so a client
+reconnecting with ``Last-Event-ID: N`` (browsers send it by themselves) first receives the kept
+lines after N. ``?level=WARNING`` keeps lines at or above a level. Admin-only once authentication is
+configured.
 
 A slow client never slows the logger or the other clients: each client has its own queue of
 ``LOG_STREAM_CLIENT_QUEUE`` lines (default 1000). When its queue is full, new lines are dropped
@@ -30,7 +32,7 @@ from collections import deque
 from collections.abc import AsyncIterator
 from typing import Any
 
-from core import BasePlugin, InvalidInputError
+from core import BasePlugin, InvalidInputError, current_event_id_var
 
 DEFAULT_BACKLOG = 1000
 DEFAULT_CLIENT_QUEUE = 1000
@@ -77,7 +79,9 @@ class LogBroadcast:
         self.last_id = 0
         self.process = {"pid": os.getpid(), "host": socket.gethostname()}
 
-    def publish(self, level: str, message: str, timestamp: str, identity: str | None) -> None:
+    def publish(
+        self, level: str, message: str, timestamp: str, identity: str | None, event_id: str | None = None
+    ) -> None:
         self.last_id += 1
         entry = {
             "id": self.last_id,
@@ -86,6 +90,7 @@ class LogBroadcast:
             "message": message,
             "timestamp": timestamp,
             "identity": identity,
+            "event_id": event_id,
             "process": self.process,
         }
         self.backlog.append(entry)
@@ -184,10 +189,12 @@ class SystemLogsStreamPlugin(BasePlugin):
     def on_log(self, level: str, message: str, timestamp: str, identity: str | None) -> None:
         """The log sink: publish on the loop, handing lines from other threads over to it."""
         if threading.get_ident() == self._loop_thread:
-            self.broadcast.publish(level, message, timestamp, identity)
+            self.broadcast.publish(level, message, timestamp, identity, current_event_id_var.get())
         elif self._loop is not None:
             try:
-                self._loop.call_soon_threadsafe(self.broadcast.publish, level, message, timestamp, identity)
+                self._loop.call_soon_threadsafe(
+                    self.broadcast.publish, level, message, timestamp, identity, current_event_id_var.get()
+                )
             except RuntimeError:
                 pass  # the loop is closed: the process is ending and no client is left to tell
 

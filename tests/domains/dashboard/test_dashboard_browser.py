@@ -257,7 +257,7 @@ async def test_the_page_asks_for_an_admin_token_and_sends_it_only_as_a_header(
         await expect(page.locator("#auth-message")).to_contain_text("not an admin's", timeout=WAIT_MS)
 
         await token_input.fill("admin-secret")
-        await page.get_by_role("button", name="Sign in").click()
+        await page.get_by_role("button", name="Use token").click()
         await expect(page.locator("#dashboard")).to_be_visible(timeout=WAIT_MS)
         await expect(page.locator('[data-tool="http"]')).to_contain_text("OK", timeout=WAIT_MS)
         await expect(page.locator("#log-state")).to_have_attribute("data-state", "live", timeout=WAIT_MS)

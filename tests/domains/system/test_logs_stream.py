@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import os
 import socket
 import threading
@@ -11,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from core import current_event_id_var
 from core.errors import InvalidInputError
 from domains.system.plugins.logs_stream import LogBroadcast, SystemLogsStreamPlugin, client_events
 
@@ -46,6 +48,7 @@ async def test_each_line_is_an_event_with_an_increasing_id() -> None:
             "message": "one",
             "timestamp": "2025-01-01T00:00:00.000000+00:00",
             "identity": "demo.Plugin.run",
+            "event_id": None,
             "process": {"pid": os.getpid(), "host": socket.gethostname()},
         },
     }
@@ -197,3 +200,26 @@ def test_sizes_must_be_positive(monkeypatch: pytest.MonkeyPatch, name: str) -> N
     monkeypatch.setenv(name, "0")
     with pytest.raises(ValueError, match=name):
         SystemLogsStreamPlugin(FakeHttp(), FakeLogger())
+
+
+async def test_a_line_carries_the_request_or_event_it_was_logged_under(
+    plugin: SystemLogsStreamPlugin,
+) -> None:
+    events = plugin.stream({}, {"last_event_id": "0"})
+    token = current_event_id_var.set("req-on-the-loop")
+    try:
+        plugin.on_log("INFO", "inside a request", "t", "demo.P.run")
+        context = contextvars.copy_context()  # what asyncio.to_thread hands a worker thread
+    finally:
+        current_event_id_var.reset(token)
+    plugin.on_log("INFO", "outside", "t", None)
+    worker = threading.Thread(target=context.run, args=(plugin.on_log, "INFO", "in a worker", "t", None))
+    worker.start()
+    worker.join(5)
+    lines = [event["data"] for event in await take(events, 3)]
+    assert [(line["message"], line["event_id"]) for line in lines] == [
+        ("inside a request", "req-on-the-loop"),
+        ("outside", None),
+        ("in a worker", "req-on-the-loop"),
+    ]
+    await events.aclose()

@@ -9,8 +9,8 @@ import pytest
 
 from core.container import Container
 from core.context import bound, current_plugin_var
-from core.registry import MetricRecord, Registry, ToolStatus
-from tools.system.registry_tool import RegistryTool, nearest_rank, summarize
+from core.registry import MetricRecord, Registry, ToolStatus, nearest_rank
+from tools.system.registry_tool import RegistryTool, summarize
 
 
 @pytest.fixture
