@@ -30,6 +30,7 @@ from core.contracts.types import (
     Usage,
     assemble_deltas,
 )
+from core.runtime.meters import MeterExceeded
 
 if TYPE_CHECKING:
     from core.agents.agent import Agent
@@ -101,6 +102,47 @@ class AgentRun:
                 self.last_text = result.content
                 self.usage = self.usage + result.usage
                 self.model_calls += 1
+
+    # ---- for cognitions that do not call a model through the invoker (a CLI session) -----------
+
+    def text_event(self, text: str, text_so_far: str) -> StreamEvent:
+        """A token event for ``text`` (the answer so far is ``text_so_far``), with its typed partial."""
+        if self._output is not None and text_so_far == text:
+            self._output.reset()
+        partial = self._output.partial(text_so_far) if self._output is not None else None
+        self.last_text = text_so_far
+        return StreamEvent(StreamEventKind.MESSAGE_DELTA, text=text, partial_output=partial)
+
+    def output_error(self, content: str) -> str | None:
+        """Why ``content`` does not parse as the agent's output type, or ``None`` when it does."""
+        if self._output is None:
+            return None
+        try:
+            self._output.parse(content)
+        except (ValueError, TypeError) as exc:
+            return f"{type(exc).__name__}: {exc}"
+        return None
+
+    def guard_meters(self) -> None:
+        """Refuse the next piece of work if any meter of the run is already exhausted."""
+        ctx = self.ctx
+        for each in ctx.all_meters:
+            each.guard(ctx.scope)
+
+    def bill(self, usage: Usage, calls: int = 1) -> None:
+        """Add ``usage`` to the run and charge every meter of the run with it (``meter()``'s rule:
+        every meter is charged, then the first ``MeterExceeded`` is raised)."""
+        self.usage = self.usage + usage
+        self.model_calls += calls
+        ctx = self.ctx
+        crossed: MeterExceeded | None = None
+        for each in ctx.all_meters:
+            try:
+                each.charge(usage, ctx.scope)
+            except MeterExceeded as exc:
+                crossed = crossed or exc
+        if crossed is not None:
+            raise crossed
 
     def finish(self, content: str) -> StreamEvent:
         """The final event for ``content``, parsed when the agent declared an output type."""
