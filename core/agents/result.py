@@ -28,6 +28,7 @@ class StopReason(StrEnum):
     CANCELLED = "cancelled"
     MAX_ITERATIONS = "max_iterations"
     INVALID_OUTPUT = "invalid_output"
+    TERMINATED = "terminated"  # a TerminationCondition fired: the run's own graceful stop
     PROVIDER_ERROR = "provider_error"  # the provider's session broke part-way (a CLI cognition)
 
 
