@@ -67,11 +67,14 @@ class Agent:
         max_tokens: int | None = None,
         grounder: Grounder | None = None,
         compactor: Compactor | None = None,
+        output_retries: int = 0,
     ) -> None:
         if not name:
             raise ValueError("an agent needs a name")
         if not model:
             raise ValueError(f"agent {name!r} needs a model")
+        if isinstance(output_retries, bool) or not isinstance(output_retries, int) or output_retries < 0:
+            raise ValueError(f"output_retries must be a non-negative int, got {output_retries!r}")
         if output_type is not None:
             OutputSpec(output_type)  # refuse an unsupported type now, not on the first run
         self.name = name
@@ -83,6 +86,7 @@ class Agent:
         self.max_tokens = max_tokens
         self.grounder = grounder
         self.compactor = compactor
+        self.output_retries = output_retries
 
     async def run(
         self, task: str, ctx: Any, context: Any = None, *, until: TerminationCondition | None = None
