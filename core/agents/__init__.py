@@ -9,11 +9,14 @@ with carved budgets; a ``TerminationCondition`` is a run's own graceful stop. Se
 from core.agents.agent import Agent
 from core.agents.capabilities import Compactor, Grounder
 from core.agents.cognition import Cognition, ReActCognition, SingleCallCognition
+from core.agents.compactors import WindowCompactor
 from core.agents.fanout import AgentTask, run_agents
 from core.agents.output import OutputTypeError
+from core.agents.request_builder import RequestBuilder
 from core.agents.result import AgentResult, StopReason
 from core.agents.session import AgentRun, InvokerMissing
 from core.agents.termination import MaxModelCalls, StopWhen, TerminationCondition, TextMentions
+from core.agents.working_context import WorkingContext
 
 __all__ = [
     "Agent",
@@ -27,10 +30,13 @@ __all__ = [
     "MaxModelCalls",
     "OutputTypeError",
     "ReActCognition",
+    "RequestBuilder",
     "SingleCallCognition",
     "StopReason",
     "StopWhen",
     "TerminationCondition",
     "TextMentions",
+    "WindowCompactor",
+    "WorkingContext",
     "run_agents",
 ]
