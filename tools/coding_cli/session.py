@@ -16,6 +16,8 @@ only an estimate; pass your own table to the cognition.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -25,10 +27,17 @@ from typing import Any
 from core.contracts.accounting import ModelUsage
 from core.contracts.cli import CliProcess
 
-__all__ = ["CliPrice", "CliPrices", "EventReader", "stderr_tail"]
+__all__ = ["CliPrice", "CliPrices", "EventReader", "reap", "stderr_tail"]
 
 PER_TOKENS = Decimal(1_000_000)
 MONEY_PLACES = Decimal("0.000001")
+
+
+async def reap(process: CliProcess, grace: float = 5.0) -> None:
+    """Kill a process the run is leaving early and collect its exit, within ``grace`` seconds."""
+    process.kill()
+    with contextlib.suppress(Exception):
+        await asyncio.wait_for(process.wait(), grace)
 
 
 def stderr_tail(process: CliProcess, limit: int = 300) -> str:

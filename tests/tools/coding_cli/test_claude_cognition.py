@@ -15,7 +15,7 @@ from core.contracts.types import Message, Role, StreamEventKind
 from core.execution.cancellation import CancellationToken
 from core.runtime import Budget
 from core.testing import FakeClaudeCli, ScriptExhausted, claude_turn, make_test_ctx
-from tools.llm.cli.claude import ClaudeCliCognition, claude_usage
+from tools.coding_cli.claude import ClaudeCliCognition, claude_usage
 
 SESSIONS = Path(__file__).parent / "sessions"
 MODEL = "claude-sonnet-4-5"

@@ -2,9 +2,10 @@
 
 The document shows ``FakeClaudeCli`` and ``FakeCodexCli`` as fragments that build a cognition. Each
 test here is that fragment as written (imports translated by the map: ``agentkit.core.testing`` is
-``core.testing``, the provider module ``agentkit.models.providers.cli.codex`` is
-``tools.llm.cli.codex``), followed by a run of an agent on the cognition, with the printed lines
-checked.
+``core.testing``; the provider module ``agentkit.models.providers.cli.codex`` is
+``tools.coding_cli.codex``: the map puts providers under ``tools/``, and the CLIs are their own tool
+rather than part of ``llm``, see ``tools.coding_cli.coding_cli_tool``), followed by a run of an
+agent on the cognition, with the printed lines checked.
 """
 
 from __future__ import annotations
@@ -27,8 +28,8 @@ from core.testing import (
     codex_turn,
     make_test_ctx,
 )
-from tools.llm.cli.claude import ClaudeCliCognition
-from tools.llm.cli.codex import CodexCliCognition, CodexCliSession
+from tools.coding_cli.claude import ClaudeCliCognition
+from tools.coding_cli.codex import CodexCliCognition, CodexCliSession
 
 HERE = Path(__file__).parent
 

@@ -12,8 +12,8 @@ import pytest
 from core.agents import Agent, StopReason
 from core.contracts.cli import CliInvocation, CliProcess, CliSpawnPort
 from core.testing import make_test_ctx
-from tools.llm.cli.claude import ClaudeCliCognition
-from tools.llm.cli.spawn import SubprocessSpawn
+from tools.coding_cli.claude import ClaudeCliCognition
+from tools.coding_cli.spawn import SubprocessSpawn
 
 STAND_IN = textwrap.dedent(
     """

@@ -52,8 +52,8 @@ from core.agents.session import AgentRun
 from core.contracts.accounting import ModelUsage
 from core.contracts.cli import CliInvocation, CliProcess, CliSpawnPort
 from core.contracts.types import Message, Role, StreamEvent, StreamEventKind, ToolCall
-from tools.llm.cli.session import CliPrice, CliPrices, EventReader, stderr_tail
-from tools.llm.cli.spawn import SubprocessSpawn
+from tools.coding_cli.session import CliPrice, CliPrices, EventReader, reap, stderr_tail
+from tools.coding_cli.spawn import SubprocessSpawn
 
 __all__ = ["DEFAULT_CLAUDE_PRICES", "ClaudeCliCognition", "claude_usage", "render_prompt"]
 
@@ -256,7 +256,7 @@ class ClaudeCliCognition:
                 return
         finally:
             if not closed:
-                process.kill()
+                await reap(process)
 
     async def _turn(self, run: AgentRun, reader: EventReader, turn: _Turn) -> AsyncIterator[StreamEvent]:
         ctx = run.ctx

@@ -12,7 +12,7 @@ from core.agents import Agent, StopReason
 from core.contracts.cli import CliRun, CliStderr
 from core.runtime import Budget
 from core.testing import FakeCodexCli, ScriptExhausted, codex_turn, make_test_ctx
-from tools.llm.cli.codex import CodexCliCognition, CodexCliSession
+from tools.coding_cli.codex import CodexCliCognition, CodexCliSession
 
 SESSIONS = Path(__file__).parent / "sessions"
 MODEL = "gpt-5-codex"

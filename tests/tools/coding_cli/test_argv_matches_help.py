@@ -21,8 +21,8 @@ from core.agents.session import AgentRun
 from core.contracts.types import Message, Role
 from core.runtime import Budget
 from core.testing import FakeClaudeCli, FakeCodexCli, make_test_ctx
-from tools.llm.cli.claude import ClaudeCliCognition
-from tools.llm.cli.codex import CodexCliCognition
+from tools.coding_cli.claude import ClaudeCliCognition
+from tools.coding_cli.codex import CodexCliCognition
 
 HELP = Path(__file__).parent / "help"
 OPTION = re.compile(r"(?<![\w-])(--?[A-Za-z][\w-]*)")

@@ -47,9 +47,9 @@ from core.agents.session import AgentRun
 from core.contracts.accounting import ModelUsage
 from core.contracts.cli import CliInvocation, CliSpawnPort
 from core.contracts.types import Message, Role, StreamEvent, StreamEventKind, ToolCall, Usage
-from tools.llm.cli.claude import render_prompt
-from tools.llm.cli.session import CliPrice, CliPrices, EventReader, stderr_tail
-from tools.llm.cli.spawn import SubprocessSpawn
+from tools.coding_cli.claude import render_prompt
+from tools.coding_cli.session import CliPrice, CliPrices, EventReader, reap, stderr_tail
+from tools.coding_cli.spawn import SubprocessSpawn
 
 __all__ = ["DEFAULT_CODEX_PRICES", "CodexCliCognition", "CodexCliSession", "codex_usage"]
 
@@ -210,7 +210,7 @@ class CodexCliCognition:
             turn.stderr = stderr_tail(process)
         finally:
             if not waited:
-                process.kill()
+                await reap(process)
         turn.problem = reader.problem
         run.bill(turn.usage.to_usage() if turn.usage is not None else Usage())
 
