@@ -15,6 +15,10 @@ A run that a budget or a cancellation cuts short does not raise: it ends with a 
 result has ``stopped`` set, ``reason`` ``budget_exhausted`` (a ``MeterExceeded`` from the meters)
 or ``cancelled`` (the run's token), the text produced so far, and the usage spent. Task cancellation
 (``asyncio.CancelledError``) is not converted: it propagates, like every ``BaseException``.
+
+``until=`` takes a ``TerminationCondition``: the run's own stop rule, checked after each event; when
+it fires the cognition is closed and the run ends with reason ``terminated`` (see
+``core.agents.termination``).
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from core.agents.cognition import Cognition, SingleCallCognition
 from core.agents.output import OutputSpec
 from core.agents.result import AgentResult, StopReason
 from core.agents.session import AgentRun
+from core.agents.termination import TerminationCondition
 from core.contracts.types import Message, Role, StreamEvent, StreamEventKind
 from core.execution.cancellation import Cancelled
 from core.runtime.meters import MeterExceeded
@@ -62,11 +67,14 @@ class Agent:
         max_tokens: int | None = None,
         grounder: Grounder | None = None,
         compactor: Compactor | None = None,
+        output_retries: int = 0,
     ) -> None:
         if not name:
             raise ValueError("an agent needs a name")
         if not model:
             raise ValueError(f"agent {name!r} needs a model")
+        if isinstance(output_retries, bool) or not isinstance(output_retries, int) or output_retries < 0:
+            raise ValueError(f"output_retries must be a non-negative int, got {output_retries!r}")
         if output_type is not None:
             OutputSpec(output_type)  # refuse an unsupported type now, not on the first run
         self.name = name
@@ -78,18 +86,23 @@ class Agent:
         self.max_tokens = max_tokens
         self.grounder = grounder
         self.compactor = compactor
+        self.output_retries = output_retries
 
-    async def run(self, task: str, ctx: Any, context: Any = None) -> AgentResult:
-        """Run the agent on ``task`` to its end and return the result."""
+    async def run(
+        self, task: str, ctx: Any, context: Any = None, *, until: TerminationCondition | None = None
+    ) -> AgentResult:
+        """Run the agent on ``task`` to its end (or until ``until`` fires) and return the result."""
         final: AgentResult | None = None
-        async for event in self.stream(task, ctx, context):
+        async for event in self.stream(task, ctx, context, until=until):
             if event.kind == StreamEventKind.FINAL:
                 final = event.result
         if final is None:  # a cognition that ended without a final event broke its contract
             raise RuntimeError(f"agent {self.name!r}: the cognition ended without a final event")
         return final
 
-    async def stream(self, task: str, ctx: Any, context: Any = None) -> AsyncIterator[StreamEvent]:
+    async def stream(
+        self, task: str, ctx: Any, context: Any = None, *, until: TerminationCondition | None = None
+    ) -> AsyncIterator[StreamEvent]:
         """Run the agent on ``task``, yielding each step as it happens; the last event is ``final``."""
         trace = ctx.trace
         attrs = {"gen_ai.agent.name": self.name, "gen_ai.request.model": self.model}
@@ -100,10 +113,23 @@ class Agent:
                 ctx.check_cancelled()
                 with trace.span("compose", "compose"):
                     run.messages = await self._compose(task, ctx, context)
-                async for event in self.cognition.drive(run):
-                    if event.kind == StreamEventKind.FINAL:
-                        final = event.result
-                    yield event
+                steps = self.cognition.drive(run)
+                try:
+                    async for event in steps:
+                        if event.kind == StreamEventKind.FINAL:
+                            final = event.result
+                        yield event
+                        if final is None and until is not None:
+                            reason = until(event, run)
+                            if reason is not None:
+                                event = run.stopped(StopReason.TERMINATED, reason)
+                                final = event.result
+                                yield event
+                                break
+                finally:
+                    close = getattr(steps, "aclose", None)
+                    if close is not None:
+                        await close()
             except MeterExceeded as exc:
                 event = run.stopped(StopReason.BUDGET_EXHAUSTED, exc.reason)
                 final = event.result

@@ -3,7 +3,8 @@
 A cognition is anything with ``drive(run) -> AsyncIterator[StreamEvent]`` that ends with one
 ``final`` event; ``run`` is the ``AgentRun`` holding the transcript and doing the model calls.
 
-``SingleCallCognition`` (the default) calls the model once and returns its answer.
+``SingleCallCognition`` (the default) calls the model once and returns its answer (again, with the
+validation error, when a typed answer does not parse and the agent has ``output_retries`` left).
 
 ``ReActCognition(tools=[...], max_iterations=...)`` offers the tools' schemas to the model and loops:
 an answer with tool calls runs each tool (in order, through ``ctx.invoker.tool`` so the tool
@@ -50,9 +51,12 @@ class SingleCallCognition:
     """One model call; its answer is the result."""
 
     async def drive(self, run: AgentRun) -> AsyncIterator[StreamEvent]:
-        async for event in run.model_step():
-            yield event
-        content = run.last.content if run.last is not None else ""
+        while True:
+            async for event in run.model_step():
+                yield event
+            content = run.last.content if run.last is not None else ""
+            if not run.reask(content):
+                break
         run.messages.append(Message(Role.ASSISTANT, content))
         yield run.finish(content)
 
@@ -92,6 +96,8 @@ class ReActCognition:
             answer = run.last
             if answer is None or not answer.tool_calls:
                 content = answer.content if answer is not None else ""
+                if run.reask(content):
+                    continue
                 run.messages.append(Message(Role.ASSISTANT, content))
                 yield run.finish(content)
                 return

@@ -9,7 +9,15 @@ and ``StreamEvent.partial_output`` on its token events. Supported types:
 * a dataclass: the strict parse calls the constructor with the JSON object's members; the partial one
   is made without ``__init__`` and holds only the fields that have arrived, so an absent field
   raises ``AttributeError`` (read it with ``getattr(obj, "field", None)``);
+* an attrs class, recognised by its ``__attrs_attrs__`` (``core`` does not import attrs): the strict
+  parse calls the constructor (so attrs' own validators run); the partial one is made like a
+  dataclass's, without ``__init__``, holding only the fields that have arrived;
+* a raw JSON Schema (a mapping with ``"type": "object"`` or ``"properties"``): the answer is the JSON
+  object itself, checked against the schema's ``required`` members and the primitive ``type`` of each
+  declared property (no more than that: ``core`` ships no JSON Schema engine);
 * ``dict``: the JSON object itself.
+
+``SchemaAdapter`` is the public name; ``OutputSpec`` is the same class.
 
 A partial is only produced when the fields read so far changed since the previous token, and is
 ``None`` otherwise: hold the last non-``None`` value. The request advertises the schema through
@@ -26,7 +34,7 @@ from typing import Any
 
 from core.agents._partial_json import partial_object, strict_json
 
-__all__ = ["OutputSpec", "OutputTypeError"]
+__all__ = ["OutputSpec", "OutputTypeError", "SchemaAdapter"]
 
 _JSON_TYPES: Mapping[Any, str] = {
     str: "string",
@@ -40,7 +48,74 @@ _JSON_TYPES: Mapping[Any, str] = {
 
 
 class OutputTypeError(TypeError):
-    """``output_type`` is not a pydantic model, a dataclass or ``dict``."""
+    """``output_type`` is not a pydantic model, a dataclass, an attrs class, a JSON Schema or ``dict``."""
+
+
+_PRIMITIVES: Mapping[str, Any] = {
+    "string": str,
+    "integer": int,
+    "number": (int, float),
+    "boolean": bool,
+    "array": list,
+    "object": dict,
+    "null": type(None),
+}
+
+
+def _is_attrs(kind: Any) -> bool:
+    return isinstance(kind, type) and hasattr(kind, "__attrs_attrs__")
+
+
+def _is_json_schema(kind: Any) -> bool:
+    return isinstance(kind, Mapping) and (kind.get("type") == "object" or "properties" in kind)
+
+
+def _attrs_required(attribute: Any) -> bool:
+    # attrs marks "no default" with its NOTHING sentinel, whose repr is "NOTHING".
+    return repr(getattr(attribute, "default", None)) == "NOTHING"
+
+
+def _attrs_schema(kind: type) -> dict[str, Any]:
+    try:
+        hints = typing.get_type_hints(kind)
+    except Exception:
+        hints = {}
+    attributes = kind.__attrs_attrs__  # type: ignore[attr-defined]
+    return {
+        "type": "object",
+        "properties": {a.name: _field_schema(hints.get(a.name, a.type or Any)) for a in attributes},
+        "required": [a.name for a in attributes if _attrs_required(a)],
+    }
+
+
+def _matches(value: Any, type_name: Any) -> bool:
+    names = type_name if isinstance(type_name, list) else [type_name]
+    for name in names:
+        expected = _PRIMITIVES.get(name)
+        if expected is None:
+            return True  # a type this checker does not know is not refused
+        if isinstance(value, bool) and name in ("integer", "number"):
+            continue
+        if isinstance(value, expected):
+            return True
+    return False
+
+
+def _check_schema(schema: Mapping[str, Any], data: dict[str, Any]) -> None:
+    problems = [
+        f"missing required member {name!r}" for name in schema.get("required", ()) if name not in data
+    ]
+    properties = schema.get("properties") or {}
+    for name, rule in properties.items():
+        if (
+            name in data
+            and isinstance(rule, Mapping)
+            and "type" in rule
+            and not _matches(data[name], rule["type"])
+        ):
+            problems.append(f"member {name!r} should be {rule['type']}, got {type(data[name]).__name__}")
+    if problems:
+        raise ValueError("the answer does not match the schema: " + "; ".join(problems))
 
 
 def _is_pydantic(kind: Any) -> bool:
@@ -74,7 +149,7 @@ def _dataclass_schema(kind: type) -> dict[str, Any]:
     }
 
 
-class OutputSpec:
+class SchemaAdapter:
     """How one output type is advertised, parsed strictly, and built partially."""
 
     __slots__ = ("_field_names", "_last_fields", "kind", "style")
@@ -86,20 +161,38 @@ class OutputSpec:
             style = "pydantic"
         elif isinstance(kind, type) and dataclasses.is_dataclass(kind):
             style = "dataclass"
+        elif _is_attrs(kind):
+            style = "attrs"
+        elif _is_json_schema(kind):
+            style = "schema"
         else:
-            raise OutputTypeError(f"output_type must be a pydantic model, a dataclass or dict, got {kind!r}")
+            raise OutputTypeError(
+                "output_type must be a pydantic model, a dataclass, an attrs class, a JSON Schema "
+                f"(a mapping with properties) or dict, got {kind!r}"
+            )
         self.kind = kind
         self.style = style
-        self._field_names: frozenset[str] | None = (
-            frozenset(f.name for f in dataclasses.fields(kind)) if style == "dataclass" else None
-        )
+        names: frozenset[str] | None = None
+        if style == "dataclass":
+            names = frozenset(f.name for f in dataclasses.fields(kind))
+        elif style == "attrs":
+            names = frozenset(a.name for a in kind.__attrs_attrs__)
+        self._field_names = names
         self._last_fields: dict[str, Any] | None = None
 
     def response_format(self) -> dict[str, Any]:
         """The ``response_format`` a request carries for this type."""
         if self.style == "dict":
             return {"type": "json_object"}
-        schema = self.kind.model_json_schema() if self.style == "pydantic" else _dataclass_schema(self.kind)
+        if self.style == "schema":
+            name = str(self.kind.get("title") or "output")
+            return {"type": "json_schema", "json_schema": {"name": name, "schema": dict(self.kind)}}
+        if self.style == "pydantic":
+            schema = self.kind.model_json_schema()
+        elif self.style == "attrs":
+            schema = _attrs_schema(self.kind)
+        else:
+            schema = _dataclass_schema(self.kind)
         return {"type": "json_schema", "json_schema": {"name": self.kind.__name__, "schema": schema}}
 
     def parse(self, text: str) -> Any:
@@ -108,6 +201,9 @@ class OutputSpec:
         if not isinstance(data, dict):
             raise ValueError(f"expected a JSON object, got {type(data).__name__}")
         if self.style == "dict":
+            return data
+        if self.style == "schema":
+            _check_schema(self.kind, data)
             return data
         if self.style == "pydantic":
             return self.kind.model_validate(data)
@@ -123,7 +219,7 @@ class OutputSpec:
         if fields is None or fields == self._last_fields:
             return None
         self._last_fields = fields
-        if self.style == "dict":
+        if self.style in ("dict", "schema"):
             return dict(fields)
         if self.style == "pydantic":
             return self.kind.model_construct(**fields)
@@ -133,3 +229,6 @@ class OutputSpec:
             if name in names:
                 object.__setattr__(instance, name, value)
         return instance
+
+
+OutputSpec = SchemaAdapter

@@ -3,8 +3,9 @@
 ``output`` is the final answer's text (for a stopped run, the last text the model produced).
 ``usage`` sums every model call the run made. ``parsed`` is the typed answer when the agent declared
 an ``output_type`` and the answer parsed. ``stopped`` is true when something other than a final
-answer ended the run (``reason`` says what, ``error`` says why). ``messages`` is the transcript as
-the run left it.
+answer ended the run (``reason`` says what, ``error`` says why; ``provider_error`` is a provider
+session that broke part-way, such as a CLI that exited early or wrote a line that cannot be read).
+``messages`` is the transcript as the run left it.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ class StopReason(StrEnum):
     CANCELLED = "cancelled"
     MAX_ITERATIONS = "max_iterations"
     INVALID_OUTPUT = "invalid_output"
+    TERMINATED = "terminated"  # a TerminationCondition fired: the run's own graceful stop
+    PROVIDER_ERROR = "provider_error"  # the provider's session broke part-way (a CLI cognition)
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,7 +8,14 @@
 from core.runtime.context import Autonomy, RunContext, Services
 from core.runtime.invoker import Invoker, InvokerNotConfigured
 from core.runtime.meters import Budget, Meter, MeterExceeded, Quota
-from core.runtime.null import NoopMetrics, NoopObserver, NoopSpan, NoopTrace, SystemClock
+from core.runtime.null import (
+    NoopMetrics,
+    NoopObserver,
+    NoopReplayStore,
+    NoopSpan,
+    NoopTrace,
+    SystemClock,
+)
 from core.runtime.null_ctx import NullCtx
 from core.runtime.observers import CollectingObserver
 
@@ -22,6 +29,7 @@ __all__ = [
     "MeterExceeded",
     "NoopMetrics",
     "NoopObserver",
+    "NoopReplayStore",
     "NoopSpan",
     "NoopTrace",
     "NullCtx",

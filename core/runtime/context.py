@@ -7,9 +7,9 @@ checkpointer, human-in-the-loop asker, tracer, observer, metrics, clock). Agents
 ``ctx.invoker``, ``ctx.trace``, ``ctx.store`` and so on; a ``RunContext`` satisfies the ``Ctx``
 protocol of ``core.contracts.protocols``.
 
-``Services()`` with no arguments is complete: the tracer, observer and metrics default to the no-op
-objects of ``core.runtime.null`` and the clock to the system clock, built by factories so no two
-``Services`` share one. ``invoker``, ``store``, ``vector``, ``checkpointer`` and ``asker`` stay
+``Services()`` with no arguments is complete: the tracer, observer, metrics and replay store default
+to the no-op objects of ``core.runtime.null`` and the clock to the system clock, built by factories
+so no two ``Services`` share one. ``invoker``, ``store``, ``vector``, ``checkpointer`` and ``asker`` stay
 ``None`` until wired: a missing store must read as missing, not as an empty one.
 
 ``emit`` never raises into the run: an observer that fails is logged and the run goes on.
@@ -34,10 +34,11 @@ from core.contracts.ports import (
     TracePort,
     VectorPort,
 )
+from core.contracts.replay import ReplayStorePort
 from core.contracts.types import Scope
 from core.execution.cancellation import CancellationToken
 from core.runtime.meters import Budget, Meter
-from core.runtime.null import NoopMetrics, NoopObserver, NoopTrace, SystemClock
+from core.runtime.null import NoopMetrics, NoopObserver, NoopReplayStore, NoopTrace, SystemClock
 
 if TYPE_CHECKING:
     from core.runtime.invoker import Invoker
@@ -72,6 +73,7 @@ class Services:
     observer: ObserverPort = field(default_factory=NoopObserver)
     metrics: MetricsPort = field(default_factory=NoopMetrics)
     clock: ClockPort = field(default_factory=SystemClock)
+    replay: ReplayStorePort = field(default_factory=NoopReplayStore)
 
 
 @dataclass(eq=False)
@@ -128,6 +130,10 @@ class RunContext:
     @property
     def clock(self) -> ClockPort:
         return self.services.clock
+
+    @property
+    def replay(self) -> ReplayStorePort:
+        return self.services.replay
 
     @property
     def all_meters(self) -> list[Meter]:

@@ -14,6 +14,9 @@ A ceiling is *crossed* when the total goes strictly past it: ``charge`` raises `
 recording the call that crossed it, so a run overshoots by at most one call (there is no pre-flight
 cost estimate). ``guard`` refuses the next call once a ceiling is already reached, so an exhausted
 meter costs nothing more.
+
+A meter is charged with a ``Usage`` only: a ``ModelUsage`` (the model-neutral convention, whose input
+includes the cached prefix) is a ``TypeError`` until it is converted with ``to_usage()``.
 """
 
 from __future__ import annotations
@@ -68,6 +71,13 @@ def _count_ceiling(value: int | None, what: str) -> int | None:
     return value
 
 
+def _require_usage(usage: object) -> None:
+    # A ledger takes one convention; the model-neutral one counts the cached prefix as input too.
+    if not isinstance(usage, Usage):
+        hint = " (convert it with .to_usage())" if hasattr(usage, "to_usage") else ""
+        raise TypeError(f"a meter is charged with a Usage, got {type(usage).__name__}{hint}")
+
+
 @runtime_checkable
 class Meter(Protocol):
     """Guard a ceiling before a call, charge usage after it; both raise ``MeterExceeded``."""
@@ -107,6 +117,7 @@ class Budget:
             raise MeterExceeded(f"budget exhausted: {reason}")
 
     def charge(self, usage: Usage, scope: Scope | None = None) -> None:
+        _require_usage(usage)
         self.calls += 1
         self.usage = self.usage + usage
         self._spent += to_money(usage.cost_usd)
@@ -187,6 +198,7 @@ class Quota:
             )
 
     def charge(self, usage: Usage, scope: Scope) -> None:
+        _require_usage(usage)
         tenant = self.usage_for(scope)
         tenant.calls += 1
         tenant.tokens += usage.total_tokens

@@ -1,6 +1,7 @@
 """Production null objects: the defaults that make ``Services()`` usable with no arguments.
 
-``NoopObserver``, ``NoopTrace`` and ``NoopMetrics`` accept everything and keep nothing; ``SystemClock``
+``NoopObserver``, ``NoopTrace``, ``NoopMetrics`` and ``NoopReplayStore`` accept everything and keep
+nothing (a replay store that finds nothing means every step runs for real); ``SystemClock``
 is the real wall clock. They are shipped code, not test doubles: a run with no tracer wired still calls
 ``ctx.trace.span(...)``, and these are what answer. (Test doubles that *record* live in
 ``core.testing`` and are named ``Fake*`` / ``Recording*``.)
@@ -87,3 +88,18 @@ class SystemClock:
 
     async def sleep(self, seconds: float) -> None:
         await asyncio.sleep(seconds)
+
+
+class NoopReplayStore:
+    """A ``ReplayStorePort`` that records nothing and finds nothing."""
+
+    __slots__ = ()
+
+    async def record(self, run_id: str, key: str, value: Any) -> None:
+        return None
+
+    async def lookup(self, run_id: str, key: str) -> Any | None:
+        return None
+
+    async def forget(self, run_id: str) -> None:
+        return None

@@ -3,9 +3,13 @@
 ``make_test_ctx`` builds a real ``RunContext`` (it is not a fake). The ``Fake*`` / ``Recording*``
 classes are the doubles, one per port, each recording what a test asserts on. Production code never
 imports this package; the ``Null*`` / ``Noop*`` objects that ship live in ``core.runtime``.
+``FakeClaudeCli`` / ``FakeCodexCli`` stand in for a coding-agent CLI at the spawn seam; the value types
+they share with the real spawner (``CliRun``, ``CliStderr``, ``CliInvocation``) are in
+``core.contracts.cli``.
 """
 
 from core.testing.capabilities import FakeCompactor, FakeGrounder
+from core.testing.cli import FakeClaudeCli, FakeCodexCli, claude_turn, codex_turn
 from core.testing.clock import FakeClock
 from core.testing.ctx import FakeCtx, make_test_ctx
 from core.testing.llm import DEFAULT_USAGE, FakeLLM, ScriptExhausted, Turn
@@ -16,6 +20,8 @@ from core.testing.web import FakeFetch, FakeSearch
 
 __all__ = [
     "DEFAULT_USAGE",
+    "FakeClaudeCli",
+    "FakeCodexCli",
     "FakeClock",
     "FakeCompactor",
     "FakeCtx",
@@ -29,5 +35,7 @@ __all__ = [
     "RecordingTracer",
     "ScriptExhausted",
     "Turn",
+    "claude_turn",
+    "codex_turn",
     "make_test_ctx",
 ]

@@ -3,7 +3,8 @@
 Each test is the document's example as written (``agentkit.*`` read as ``core.*``), run the way the
 document runs it (``asyncio.run(main())``), with its stdout compared line by line. The two examples
 of the kernel document that are built on ``core.testing`` are here too. The command-line doubles
-(``FakeClaudeCli`` / ``FakeCodexCli``) belong to a later issue and are not covered.
+examples (``FakeClaudeCli`` / ``FakeCodexCli``) need the CLI cognitions of the ``coding_cli`` tool, so they
+run in ``tests/tools/coding_cli/test_cli_doc_examples.py``.
 """
 
 from __future__ import annotations

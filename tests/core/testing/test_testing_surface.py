@@ -55,6 +55,9 @@ def test_core_testing_exports_every_double_the_document_lists() -> None:
         "Turn",
         "ScriptExhausted",
         "make_test_ctx",
+        "FakeClaudeCli",
+        "FakeCodexCli",
+        "codex_turn",
     }
     assert documented <= set(core.testing.__all__)
     assert all(hasattr(core.testing, name) for name in core.testing.__all__)
