@@ -10,9 +10,11 @@ On, ``setup()`` builds a TracerProvider and a MeterProvider with the service res
 * a span factory on the Container, so every proxied tool call is a ``<tool>.<method>`` span
   (:mod:`tools.telemetry.tool_spans`); the telemetry tool's own methods and any tool listed in
   ``KEEL_TELEMETRY_UNTRACED_TOOLS`` get none;
-* ``on_instrument(tracer_provider)`` on every raw tool that defines it (the http tool instruments
-  FastAPI there, so each request is a server span and the tool calls in its handler are its
-  children); a hook that fails is logged and that tool simply runs uninstrumented — never DEAD;
+* ``on_instrument(tracer_provider[, meter_provider])`` on every raw tool that defines it (the
+  meter provider is passed when the hook takes a second parameter; the http tool puts its
+  server-span middleware in front of its routes there, so each request is a server span and the
+  tool calls in its handler are its children); a hook that fails is logged and that tool simply
+  runs uninstrumented — never DEAD;
 * a registry metrics sink feeding ``tool_call_total`` and ``tool_call_duration``
   (:mod:`tools.telemetry.call_metrics`).
 
@@ -112,7 +114,7 @@ class TelemetryTool(BaseTool):
         self._call_metrics = CallMetrics(providers.meter_provider.get_meter(TOOL_CALL_SCOPE))
         self.kernel_registry.add_metrics_sink(self._call_metrics.sink)
         self._call_metrics.start()
-        await _instrument_tools(raw_tools, providers.tracer_provider)
+        await _instrument_tools(raw_tools, providers.tracer_provider, providers.meter_provider)
 
     async def shutdown(self) -> None:
         container, factory, metrics = self._container, self._span_factory, self._call_metrics
@@ -178,13 +180,14 @@ class TelemetryTool(BaseTool):
         return bool(spans and metrics)
 
 
-async def _instrument_tools(raw_tools: Mapping[str, Any], tracer_provider: Any) -> None:
+async def _instrument_tools(raw_tools: Mapping[str, Any], tracer_provider: Any, meter_provider: Any) -> None:
     for name, tool in sorted(raw_tools.items()):
         hook = getattr(tool, "on_instrument", None)
         if not callable(hook):
             continue
         try:
-            result = hook(tracer_provider)
+            takes_meter = len(inspect.signature(hook).parameters) >= 2
+            result = hook(tracer_provider, meter_provider) if takes_meter else hook(tracer_provider)
             if inspect.isawaitable(result):
                 await result
         except Exception:
