@@ -44,6 +44,7 @@ from opentelemetry.semconv.attributes.server_attributes import SERVER_ADDRESS, S
 from opentelemetry.semconv.attributes.url_attributes import URL_PATH, URL_QUERY, URL_SCHEME
 from opentelemetry.semconv.attributes.user_agent_attributes import USER_AGENT_ORIGINAL
 from opentelemetry.semconv.metrics.http_metrics import HTTP_SERVER_REQUEST_DURATION
+from opentelemetry.propagators.textmap import Getter
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
 SCOPE = "keel.http"
@@ -57,7 +58,7 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
-class _HeaderGetter:
+class _HeaderGetter(Getter[Any]):
     """Reads a carrier of ASGI headers (a list of ``(name, value)`` byte pairs) for the propagator."""
 
     def get(self, carrier: Any, key: str) -> list[str] | None:
