@@ -59,6 +59,7 @@ class LlmTool(ChatFromStream, BaseTool):
     """A chat model (OpenAI-compatible server, or the offline echo model): stream, chat, complete."""
 
     name = "llm"
+    traces_own_calls = True  # its ``chat {model}`` span is the call's span; the proxy adds none
 
     def __init__(self) -> None:
         self._config: LlmConfig | None = None

@@ -169,6 +169,23 @@ class TelemetryTool(BaseTool):
             genai_span_name(operation, model), kind=SpanKind.CLIENT, attributes=span_attributes
         )
 
+    def span_kind(self, kind: str) -> Any:
+        """OpenTelemetry's ``SpanKind`` named ``kind`` (``"client"``, ``"server"``, ``"producer"``,
+        ``"consumer"``, ``"internal"``); INTERNAL for any other name. ``None`` when telemetry is off."""
+        if self._providers is None:
+            return None
+        from opentelemetry.trace import SpanKind
+
+        return getattr(SpanKind, kind.upper(), SpanKind.INTERNAL)
+
+    def error_status(self, description: str = "") -> Any:
+        """The ERROR status to set on a failed span (``None`` when telemetry is off)."""
+        if self._providers is None:
+            return None
+        from opentelemetry.trace import Status, StatusCode
+
+        return Status(StatusCode.ERROR, description or None)
+
     def force_flush(self, timeout_millis: int = 30_000) -> bool:
         """Record pending tool-call metrics and push buffered spans and metrics to the exporters now."""
         if self._providers is None:
