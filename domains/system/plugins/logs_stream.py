@@ -1,7 +1,9 @@
 """``GET /system/logs/stream``: every log line of this process, live, as server-sent events.
 
 Each line is one event whose ``id`` is an increasing integer and whose ``data`` is
-``{"id", "level", "message", "timestamp", "identity", "process"}``; ``process`` is ``{"pid", "host"}``
+``{"id", "level", "message", "timestamp", "identity", "trace_id", "span_id", "process"}``;
+``trace_id`` / ``span_id`` are the OpenTelemetry span active where the line was logged (hex, ``null``
+when none), so a line can be looked up in the tracing backend; ``process`` is ``{"pid", "host"}``
 of this process (as in the dump's ``kernel.process``), because the stream is per process: behind a
 load balancer each Keel process streams its own lines. The last ``LOG_STREAM_BACKLOG`` lines
 (default 1000) are kept, so a client reconnecting with ``Last-Event-ID: N`` (browsers send it by
@@ -77,7 +79,9 @@ class LogBroadcast:
         self.last_id = 0
         self.process = {"pid": os.getpid(), "host": socket.gethostname()}
 
-    def publish(self, level: str, message: str, timestamp: str, identity: str | None) -> None:
+    def publish(
+        self, level: str, message: str, timestamp: str, identity: str | None, trace: Any = None
+    ) -> None:
         self.last_id += 1
         entry = {
             "id": self.last_id,
@@ -86,6 +90,8 @@ class LogBroadcast:
             "message": message,
             "timestamp": timestamp,
             "identity": identity,
+            "trace_id": trace[0] if trace else None,
+            "span_id": trace[1] if trace else None,
             "process": self.process,
         }
         self.backlog.append(entry)
@@ -181,13 +187,16 @@ class SystemLogsStreamPlugin(BasePlugin):
     async def on_shutdown(self) -> None:
         self.logger.remove_sink(self.on_log)
 
-    def on_log(self, level: str, message: str, timestamp: str, identity: str | None) -> None:
+    def on_log(
+        self, level: str, message: str, timestamp: str, identity: str | None, trace: Any = None
+    ) -> None:
         """The log sink: publish on the loop, handing lines from other threads over to it."""
         if threading.get_ident() == self._loop_thread:
-            self.broadcast.publish(level, message, timestamp, identity)
+            self.broadcast.publish(level, message, timestamp, identity, trace)
         elif self._loop is not None:
             try:
-                self._loop.call_soon_threadsafe(self.broadcast.publish, level, message, timestamp, identity)
+                publish = self.broadcast.publish
+                self._loop.call_soon_threadsafe(publish, level, message, timestamp, identity, trace)
             except RuntimeError:
                 pass  # the loop is closed: the process is ending and no client is left to tell
 
