@@ -102,6 +102,11 @@ class LlmTool(ChatFromStream, BaseTool):
             self._telemetry.use(tracer_provider, meter_provider)
 
     @property
+    def provider_name(self) -> str:
+        """``gen_ai.provider.name`` of the model's provider (``LLM_PROVIDER_NAME``), "" before setup."""
+        return self._config.provider_name if self._config is not None else ""
+
+    @property
     def default_model(self) -> str:
         """The model a call with ``model=""`` uses: ``LLM_MODEL``, ``echo`` for the echo provider."""
         return self._config.default_model if self._config is not None else ""

@@ -16,14 +16,16 @@ On, ``setup()`` builds a TracerProvider and a MeterProvider with the service res
   tool calls in its handler are its children); a hook that fails is logged and that tool simply
   runs uninstrumented — never DEAD;
 * a registry metrics sink feeding ``tool_call_total`` and ``tool_call_duration``
-  (:mod:`tools.telemetry.call_metrics`).
+  (:mod:`tools.telemetry.call_metrics`);
+* with ``OTEL_LOGS_EXPORTER`` set, a root-logger handler exporting every log record, with its
+  trace and span ids, through the logs SDK (:mod:`tools.telemetry.log_export`; from ``setup()``).
 
 The providers are also installed as OpenTelemetry's global providers when none is set yet, so
 libraries that call ``opentelemetry.trace.get_tracer`` export through them; the global can be set
 only once per process, so in a process that boots several kernels (a test suite) later kernels
 use their own providers explicitly. ``shutdown()`` detaches everything and flushes what is
-buffered. ``memory_exporter`` and ``memory_metric_reader`` are set when the ``memory`` exporters
-are chosen, for tests to read.
+buffered. ``memory_exporter``, ``memory_metric_reader`` and ``memory_log_exporter`` are set when
+the ``memory`` exporters are chosen, for tests to read.
 """
 
 from __future__ import annotations
@@ -69,6 +71,8 @@ class TelemetryTool(BaseTool):
         self.meter_provider: Any = None
         self.memory_exporter: Any = None
         self.memory_metric_reader: Any = None
+        self.memory_log_exporter: Any = None
+        self._log_handler: Any = None
 
     async def setup(self) -> None:
         config = load_config()
@@ -88,11 +92,18 @@ class TelemetryTool(BaseTool):
         self.meter_provider = providers.meter_provider
         self.memory_exporter = providers.memory_exporter
         self.memory_metric_reader = providers.memory_metric_reader
+        self.memory_log_exporter = providers.memory_log_exporter
         _install_globals(providers)
+        if providers.logger_provider is not None:
+            from .log_export import OtelLogHandler
+
+            self._log_handler = OtelLogHandler(providers.logger_provider)
+            logging.getLogger().addHandler(self._log_handler)
         log.info(
-            "telemetry on: traces to %s, metrics to %s, sampler %s",
+            "telemetry on: traces to %s, metrics to %s, logs to %s, sampler %s",
             ", ".join(config.traces_exporters) or "nowhere",
             ", ".join(config.metrics_exporters) or "nowhere",
+            ", ".join(config.logs_exporters) or "nowhere",
             config.sampler,
         )
 
@@ -117,6 +128,9 @@ class TelemetryTool(BaseTool):
         await _instrument_tools(raw_tools, providers.tracer_provider, providers.meter_provider)
 
     async def shutdown(self) -> None:
+        if self._log_handler is not None:
+            logging.getLogger().removeHandler(self._log_handler)
+            self._log_handler = None
         container, factory, metrics = self._container, self._span_factory, self._call_metrics
         if container is not None and factory is not None and container.span_factory is factory:
             container.register_span_factory(None)
@@ -194,7 +208,9 @@ class TelemetryTool(BaseTool):
             self._call_metrics.drain()
         spans = self._providers.tracer_provider.force_flush(timeout_millis)
         metrics = self._providers.meter_provider.force_flush(timeout_millis)
-        return bool(spans and metrics)
+        logs = self._providers.logger_provider
+        logged = logs.force_flush(timeout_millis) if logs is not None else True
+        return bool(spans and metrics and logged)
 
 
 async def _instrument_tools(raw_tools: Mapping[str, Any], tracer_provider: Any, meter_provider: Any) -> None:
@@ -222,7 +238,13 @@ def _install_globals(providers: Providers) -> None:
 
 
 def _close(providers: Providers) -> None:
-    for name, provider in (("tracer", providers.tracer_provider), ("meter", providers.meter_provider)):
+    owned: list[tuple[str, Any]] = [
+        ("tracer", providers.tracer_provider),
+        ("meter", providers.meter_provider),
+    ]
+    if providers.logger_provider is not None:
+        owned.append(("logger", providers.logger_provider))
+    for name, provider in owned:
         try:
             provider.force_flush()
             provider.shutdown()

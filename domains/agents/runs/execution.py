@@ -128,6 +128,7 @@ class RunExecution:
             "gen_ai.agent.name": agent.name,
             "gen_ai.request.model": agent.model,
             "gen_ai.conversation.id": self.record.run_id,
+            "gen_ai.provider.name": getattr(self.spec.llm, "provider_name", None) or None,
         }
         with self.ctx.trace.span(f"invoke_agent {agent.name}", "client", attributes) as span:
             if self.resumed:
