@@ -40,7 +40,6 @@ from typing import TYPE_CHECKING, Any
 from core import BaseTool, ToolNotConfiguredError
 
 from .config import TelemetryConfig, load_config
-from .genai import genai_attributes, genai_span_name
 from .noop import NoOpMeter, NoOpTracer
 
 if TYPE_CHECKING:
@@ -173,6 +172,8 @@ class TelemetryTool(BaseTool):
         attributes: Mapping[str, Any] | None = None,
     ) -> AbstractContextManager[Any]:
         """A current CLIENT span for an LLM call, named and tagged per the GenAI semantic conventions."""
+        from .genai import genai_attributes, genai_span_name
+
         tracer = self.get_tracer("keel.genai")
         span_attributes = genai_attributes(operation, model=model, provider=provider, extra=attributes)
         if self._providers is None:
