@@ -13,7 +13,11 @@ Lines:
 - ``sdk_span_{sync,async}``: ``tracer.start_as_current_span`` around the same direct call, minus
   the direct call: the SDK's own cost of one span;
 - ``toolcall_{sync,async}_extra_over_sdk_span``: traced extra minus the SDK span (target <= 2 us);
-- ``metrics_drain_per_call``: the deferred cost of one call's metrics, paid by the drain thread.
+- ``metrics_drain_per_call``: the deferred cost of one call's metrics, paid by the drain thread;
+- ``request_{off,on}``: µs per ``GET /items/{id}`` through the http tool's whole ASGI stack
+  (in-process httpx client, no socket), on an uninstrumented tool and on one instrumented with the
+  telemetry tool's providers (a server span, its attributes and the request-duration metric);
+- ``request_traced_extra``: on minus off, what tracing adds to one request.
 
 Run: ``.venv/bin/python bench/bench_telemetry.py``.
 """
@@ -130,6 +134,7 @@ async def main() -> None:
         keep("drain", (time.perf_counter() - start) / max(drained, 1) * 1e6)
         assert drained == pending, (drained, pending)
 
+    await request_rounds(telemetry, keep, tidy)
     median = {name: statistics.median(values) for name, values in samples.items()}
     switch(False)
     await telemetry.shutdown()
@@ -145,6 +150,44 @@ async def main() -> None:
         emit(f"toolcall_{kind}_extra_over_sdk_span", extra - sdk_span, "us")
         emit(f"toolcall_{kind}_extra_vs_sdk_span_ratio", extra / sdk_span, "x")
     emit("metrics_drain_per_call", median["drain"], "us")
+    emit("request_off", median["request_off"], "us")
+    emit("request_on", median["request_on"], "us")
+    emit("request_traced_extra", median["request_on"] - median["request_off"], "us")
+
+
+async def request_rounds(
+    telemetry: TelemetryTool, keep: Callable[[str, float], None], tidy: Callable[[], None]
+) -> None:
+    import httpx
+
+    from tools.http.http_tool import HttpTool
+
+    async def item(data: dict[str, Any], context: dict[str, Any]) -> dict[str, Any]:
+        return data
+
+    tools: dict[str, HttpTool] = {}
+    for name in ("off", "on"):
+        tool = HttpTool()
+        await tool.setup()
+        tool.add_endpoint("/items/{item_id}", "GET", item)
+        tools[name] = tool
+    await tools["on"].on_instrument(telemetry.tracer_provider)
+    clients = {
+        name: httpx.AsyncClient(transport=httpx.ASGITransport(app=tool.asgi), base_url="http://keel.test")
+        for name, tool in tools.items()
+    }
+    for c in clients.values():
+        assert (await c.get("/items/1")).status_code == 200
+    requests = CALLS // 10
+    for _ in range(ROUNDS):
+        for name, c in clients.items():
+            start = time.perf_counter()
+            for _ in range(requests):
+                await c.get("/items/7")
+            keep(f"request_{name}", (time.perf_counter() - start) / requests * 1e6)
+            tidy()
+    for c in clients.values():
+        await c.aclose()
 
 
 if __name__ == "__main__":

@@ -32,6 +32,7 @@ from core.agents.output import OutputSpec
 from core.agents.result import AgentResult, StopReason
 from core.agents.session import AgentRun
 from core.agents.termination import TerminationCondition
+from core.contracts import genai
 from core.contracts.types import Message, Role, StreamEvent, StreamEventKind
 from core.execution.cancellation import Cancelled
 from core.runtime.meters import MeterExceeded
@@ -105,7 +106,11 @@ class Agent:
     ) -> AsyncIterator[StreamEvent]:
         """Run the agent on ``task``, yielding each step as it happens; the last event is ``final``."""
         trace = ctx.trace
-        attrs = {"gen_ai.agent.name": self.name, "gen_ai.request.model": self.model}
+        attrs = {
+            genai.OPERATION_NAME: genai.OPERATION_INVOKE_AGENT,
+            genai.AGENT_NAME: self.name,
+            genai.REQUEST_MODEL: self.model,
+        }
         with trace.span("invoke_agent", "client", attrs) as span:
             run = AgentRun(self, task, ctx, [])
             final: AgentResult | None = None
@@ -140,8 +145,8 @@ class Agent:
                 yield event
             if final is not None:
                 span.set_attribute("keel.agent.stop_reason", str(final.reason))
-                span.set_attribute("gen_ai.usage.input_tokens", final.usage.input_tokens)
-                span.set_attribute("gen_ai.usage.output_tokens", final.usage.output_tokens)
+                for key, value in genai.usage_attributes(final.usage).items():
+                    span.set_attribute(key, value)
 
     async def _compose(self, task: str, ctx: Any, context: Any) -> list[Message]:
         messages: list[Message] = []

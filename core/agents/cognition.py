@@ -127,6 +127,7 @@ class ReActCognition:
             call.arguments,
             tool=tool,
             side_effecting=bool(getattr(tool, "side_effecting", False)),
+            call_id=call.id,
         )
         try:
             value = await ctx.invoker.tool(request, ctx)

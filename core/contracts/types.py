@@ -147,6 +147,12 @@ class Usage:
     def total_tokens(self) -> int:
         return self.input_tokens + self.output_tokens + self.cache_read_tokens + self.cache_write_tokens
 
+    @property
+    def prompt_tokens(self) -> int:
+        """Every token of the prompt, cached or not: what OpenTelemetry's GenAI conventions call
+        ``gen_ai.usage.input_tokens`` (the one place that rule is written, see ``core.contracts.genai``)."""
+        return self.input_tokens + self.cache_read_tokens + self.cache_write_tokens
+
     def __add__(self, other: Usage) -> Usage:
         if not isinstance(other, Usage):
             return NotImplemented
@@ -243,7 +249,7 @@ class ToolRequest:
 
     ``tool`` is the resolved tool (never frozen: the registry owns it). ``side_effecting`` marks a
     call the idempotency layer must not repeat; ``url_arg`` names the argument the egress guard
-    checks.
+    checks. ``call_id`` is the id of the model's tool call this request runs, when there is one.
     """
 
     name: str
@@ -251,6 +257,7 @@ class ToolRequest:
     tool: ToolPort | None = None
     side_effecting: bool = False
     url_arg: str | None = None
+    call_id: str | None = None
 
     def __post_init__(self) -> None:
         _set(self, "arguments", freeze_mapping(self.arguments))
@@ -282,6 +289,7 @@ class Delta:
 
     The terminal delta usually carries ``usage`` and ``finish_reason``. ``partial`` is an
     in-progress typed object (set by an output-coercing middleware); ``parsed`` the strict one.
+    ``response_id`` is the id the provider gave the response, when it sent one.
     """
 
     text: str = ""
@@ -292,6 +300,7 @@ class Delta:
     provider: str | None = None
     parsed: Any = None
     partial: Any = None
+    response_id: str | None = None
 
     def __post_init__(self) -> None:
         if type(self.tool_calls) is not tuple:

@@ -383,14 +383,16 @@ class HttpTool(BaseTool):
     async def shutdown(self) -> None:
         self._streams.closing.close()
 
-    async def on_instrument(self, tracer_provider: Any) -> None:
-        """Trace every request (method, route, status, latency) with OpenTelemetry."""
-        try:
-            from opentelemetry.instrumentation.fastapi import FastAPIInstrumentor
-        except ImportError as exc:
-            log.warning("FastAPI instrumentation is not installed; requests are not traced: %s", exc)
-            return
-        FastAPIInstrumentor.instrument_app(self.app, tracer_provider=tracer_provider)
+    async def on_instrument(self, tracer_provider: Any, meter_provider: Any = None) -> None:
+        """Trace every request as a SERVER span and measure its duration
+        (:mod:`tools.http.server_spans`, the stable HTTP semantic conventions)."""
+        from starlette.middleware import Middleware
+
+        from .server_spans import ServerSpans
+
+        self.app.user_middleware.insert(
+            0, Middleware(ServerSpans, tracer_provider=tracer_provider, meter_provider=meter_provider)
+        )
         self.app.middleware_stack = None  # rebuilt with the tracing middleware on the next request
 
     # -- internals -----------------------------------------------------------------------------

@@ -8,7 +8,8 @@ What is emitted, in order:
 * when a chunk carries ``usage`` (the last chunk, with ``stream_options.include_usage``): a
   ``Delta(usage=...)`` whose cost comes from the price table.
 
-Every delta carries the model the server named and the provider name. Chunks with no choices (the
+Every delta carries the model the server named, the provider name and the response ``id`` the
+server sent (``response_id``, once a chunk carried one). Chunks with no choices (the
 usage chunk; some servers send ``"choices": null``) and role-only deltas are normal.
 
 How it ends:
@@ -47,6 +48,7 @@ async def chat_deltas(
     calls = ToolCallAssembler()
     finished = False
     done = False
+    response_id: str | None = None
     async with aclosing(sse_events(lines)) as events:
         async for event in events:
             if event.data.strip() == DONE:
@@ -60,6 +62,8 @@ async def chat_deltas(
                 )
             if isinstance(chunk.get("model"), str) and chunk["model"]:
                 model = chunk["model"]
+            if isinstance(chunk.get("id"), str) and chunk["id"]:
+                response_id = chunk["id"]
             for choice in chunk.get("choices") or ():
                 if not isinstance(choice, Mapping) or choice.get("index", 0) != 0:
                     continue  # Keel asks for one choice; anything else is not part of the answer
@@ -68,18 +72,23 @@ async def chat_deltas(
                     raise _malformed(f"a choice's delta must be an object, got {delta!r}")
                 content = delta.get("content")
                 if isinstance(content, str) and content:
-                    yield Delta(text=content, model=model, provider=provider)
+                    yield Delta(text=content, model=model, provider=provider, response_id=response_id)
                 for fragment in delta.get("tool_calls") or ():
                     calls.add(fragment)
                 reason = choice.get("finish_reason")
                 if reason and not finished:
                     finished = True
                     yield Delta(
-                        tool_calls=calls.finish(), finish_reason=str(reason), model=model, provider=provider
+                        tool_calls=calls.finish(),
+                        finish_reason=str(reason),
+                        model=model,
+                        provider=provider,
+                        response_id=response_id,
                     )
             raw_usage = chunk.get("usage")
             if isinstance(raw_usage, Mapping):
-                yield Delta(usage=usage_from(raw_usage, model, prices), model=model, provider=provider)
+                usage = usage_from(raw_usage, model, prices)
+                yield Delta(usage=usage, model=model, provider=provider, response_id=response_id)
     if not done and not finished:
         raise LLMError(
             LLMErrorReason.CONNECTION, "the model server closed the stream before the answer was complete"
@@ -89,7 +98,9 @@ async def chat_deltas(
     if not finished:
         pending = calls.finish()
         reason = FinishReason.TOOL_CALLS if pending else FinishReason.STOP
-        yield Delta(tool_calls=pending, finish_reason=reason, model=model, provider=provider)
+        yield Delta(
+            tool_calls=pending, finish_reason=reason, model=model, provider=provider, response_id=response_id
+        )
 
 
 def _chunk(data: str) -> Mapping[str, Any]:

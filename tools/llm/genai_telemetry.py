@@ -3,25 +3,29 @@
 The ``llm`` tool cannot import the ``telemetry`` tool, so it talks to the OpenTelemetry API itself:
 ``opentelemetry.trace.get_tracer`` and ``opentelemetry.metrics.get_meter`` hand out no-op objects
 until an SDK provider is installed (the telemetry tool installs its providers globally when it is
-on, and passes its tracer provider to ``on_instrument``), so with telemetry off a call costs a
-few no-op method calls.
+on, and passes its providers to ``on_instrument``), so with telemetry off a call costs a few no-op
+method calls. Every attribute and metric name comes from the ``opentelemetry-semantic-conventions``
+package.
 
 Per call:
 
 * a CLIENT span ``chat {model}`` with ``gen_ai.operation.name``, ``gen_ai.provider.name``,
   ``gen_ai.request.model`` (and ``temperature`` / ``max_tokens`` when set), ``server.address`` /
   ``server.port``; when the answer is complete, ``gen_ai.response.model``,
-  ``gen_ai.response.finish_reasons`` and ``gen_ai.usage.input_tokens`` / ``output_tokens``. The
-  semantic conventions count cached prompt tokens as input, so ``input_tokens`` here is
-  ``Usage.input_tokens + cache_read_tokens + cache_write_tokens``. A failure sets ``error.type``
-  (the error's ``reason``, or the exception's type) and an ERROR status; a consumer that stops reading
-  early is not a failure.
+  ``gen_ai.response.id`` (when the server sent one), ``gen_ai.response.finish_reasons`` and the
+  ``gen_ai.usage.*`` counts by the one token rule of :mod:`core.contracts.genai` (cached prompt
+  tokens count as input; left out when the server reported no usage). A failure sets
+  ``error.type`` (the error's ``reason``, or the exception's type) and an ERROR status; a consumer
+  that stops reading early is not a failure.
 * ``gen_ai.client.operation.duration`` (seconds, with ``error.type`` on failure) and, when usage
   arrived, ``gen_ai.client.token.usage`` once per token type (``input`` / ``output``), with the
   bucket boundaries the conventions recommend.
 
-The span is started with the caller's context as parent but never made current: the stream is an
-async generator that runs inside its consumer between items, so a current span would leak into the
+This span is the one span of a model call: the tool declares ``traces_own_calls``, so the ToolProxy
+makes no ``llm.<method>`` span around it, and the span has the same parent whether the call comes
+from an agent run (``invoke_agent``) or straight from a plugin (its request's server span). It is
+started with the caller's context as parent but never made current: the stream is an async
+generator that runs inside its consumer between items, so a current span would leak into the
 consumer's own code.
 """
 
@@ -33,12 +37,34 @@ from time import perf_counter
 from typing import Any
 
 from opentelemetry import metrics, trace
+from opentelemetry.semconv._incubating.attributes.gen_ai_attributes import (
+    GEN_AI_OPERATION_NAME,
+    GEN_AI_PROVIDER_NAME,
+    GEN_AI_REQUEST_MAX_TOKENS,
+    GEN_AI_REQUEST_MODEL,
+    GEN_AI_REQUEST_TEMPERATURE,
+    GEN_AI_RESPONSE_FINISH_REASONS,
+    GEN_AI_RESPONSE_ID,
+    GEN_AI_RESPONSE_MODEL,
+    GEN_AI_TOKEN_TYPE,
+    GenAiOperationNameValues,
+    GenAiTokenTypeValues,
+)
+from opentelemetry.semconv._incubating.metrics.gen_ai_metrics import (
+    GEN_AI_CLIENT_OPERATION_DURATION,
+    GEN_AI_CLIENT_TOKEN_USAGE,
+)
+from opentelemetry.semconv.attributes.error_attributes import ERROR_TYPE
+from opentelemetry.semconv.attributes.server_attributes import SERVER_ADDRESS, SERVER_PORT
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
+from core.contracts.genai import usage_attributes
 from core.contracts.types import ChatRequest, Delta, Usage
 
 SCOPE = "keel.llm"
-OPERATION = "chat"
+OPERATION = GenAiOperationNameValues.CHAT.value
+INPUT = GenAiTokenTypeValues.INPUT.value
+OUTPUT = GenAiTokenTypeValues.OUTPUT.value
 TOKEN_BUCKETS = (1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864)
 DURATION_BUCKETS = (0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92)
 
@@ -50,9 +76,9 @@ class GenAiTelemetry:
         self.provider_name = provider_name
         self._server: dict[str, Any] = {}
         if server_address:
-            self._server["server.address"] = server_address
+            self._server[SERVER_ADDRESS] = server_address
             if server_port is not None:
-                self._server["server.port"] = server_port
+                self._server[SERVER_PORT] = server_port
         self.use(None, None)
 
     def use(self, tracer_provider: Any, meter_provider: Any) -> None:
@@ -62,13 +88,13 @@ class GenAiTelemetry:
         self._tracer = tracer_source.get_tracer(SCOPE)
         meter = meter_source.get_meter(SCOPE)
         self._tokens = meter.create_histogram(
-            "gen_ai.client.token.usage",
+            GEN_AI_CLIENT_TOKEN_USAGE,
             unit="{token}",
             description="Tokens used per model call",
             explicit_bucket_boundaries_advisory=TOKEN_BUCKETS,
         )
         self._duration = meter.create_histogram(
-            "gen_ai.client.operation.duration",
+            GEN_AI_CLIENT_OPERATION_DURATION,
             unit="s",
             description="Duration of a model call",
             explicit_bucket_boundaries_advisory=DURATION_BUCKETS,
@@ -78,16 +104,16 @@ class GenAiTelemetry:
         self, request: ChatRequest, stream: AsyncGenerator[Delta, None]
     ) -> AsyncGenerator[Delta, None]:
         base: dict[str, Any] = {
-            "gen_ai.operation.name": OPERATION,
-            "gen_ai.provider.name": self.provider_name,
-            "gen_ai.request.model": request.model,
+            GEN_AI_OPERATION_NAME: OPERATION,
+            GEN_AI_PROVIDER_NAME: self.provider_name,
+            GEN_AI_REQUEST_MODEL: request.model,
             **self._server,
         }
         attributes = dict(base)
         if request.temperature is not None:
-            attributes["gen_ai.request.temperature"] = request.temperature
+            attributes[GEN_AI_REQUEST_TEMPERATURE] = request.temperature
         if request.max_tokens is not None:
-            attributes["gen_ai.request.max_tokens"] = request.max_tokens
+            attributes[GEN_AI_REQUEST_MAX_TOKENS] = request.max_tokens
         span = self._tracer.start_span(
             f"{OPERATION} {request.model}", kind=SpanKind.CLIENT, attributes=attributes
         )
@@ -95,6 +121,7 @@ class GenAiTelemetry:
         usage: Usage | None = None
         finish_reasons: list[str] = []
         response_model: str | None = None
+        response_id: str | None = None
         error_type: str | None = None
         try:
             async with aclosing(stream) as deltas:
@@ -105,6 +132,8 @@ class GenAiTelemetry:
                         finish_reasons.append(str(delta.finish_reason))
                     if delta.model:
                         response_model = delta.model
+                    if delta.response_id:
+                        response_id = delta.response_id
                     yield delta
         except Exception as exc:
             error_type = str(getattr(exc, "reason", "") or type(exc).__qualname__)
@@ -113,7 +142,7 @@ class GenAiTelemetry:
                 span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
             raise
         finally:
-            self._finish(span, base, started, usage, finish_reasons, response_model, error_type)
+            self._finish(span, base, started, usage, finish_reasons, response_model, response_id, error_type)
 
     def _finish(
         self,
@@ -123,30 +152,29 @@ class GenAiTelemetry:
         usage: Usage | None,
         finish_reasons: list[str],
         response_model: str | None,
+        response_id: str | None,
         error_type: str | None,
     ) -> None:
         metric_attributes = dict(base)
         if response_model:
-            metric_attributes["gen_ai.response.model"] = response_model
+            metric_attributes[GEN_AI_RESPONSE_MODEL] = response_model
+        counted = usage_attributes(usage)
         if span.is_recording():
             if response_model:
-                span.set_attribute("gen_ai.response.model", response_model)
+                span.set_attribute(GEN_AI_RESPONSE_MODEL, response_model)
+            if response_id:
+                span.set_attribute(GEN_AI_RESPONSE_ID, response_id)
             if finish_reasons:
-                span.set_attribute("gen_ai.response.finish_reasons", finish_reasons)
-            if usage is not None:
-                span.set_attribute("gen_ai.usage.input_tokens", _input_tokens(usage))
-                span.set_attribute("gen_ai.usage.output_tokens", usage.output_tokens)
+                span.set_attribute(GEN_AI_RESPONSE_FINISH_REASONS, finish_reasons)
+            for key, value in counted.items():
+                span.set_attribute(key, value)
             if error_type is not None:
-                span.set_attribute("error.type", error_type)
+                span.set_attribute(ERROR_TYPE, error_type)
         span.end()
         duration_attributes = dict(metric_attributes)
         if error_type is not None:
-            duration_attributes["error.type"] = error_type
+            duration_attributes[ERROR_TYPE] = error_type
         self._duration.record(perf_counter() - started, duration_attributes)
-        if usage is not None:
-            self._tokens.record(_input_tokens(usage), {**metric_attributes, "gen_ai.token.type": "input"})
-            self._tokens.record(usage.output_tokens, {**metric_attributes, "gen_ai.token.type": "output"})
-
-
-def _input_tokens(usage: Usage) -> int:
-    return usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens
+        if counted and usage is not None:
+            self._tokens.record(usage.prompt_tokens, {**metric_attributes, GEN_AI_TOKEN_TYPE: INPUT})
+            self._tokens.record(usage.output_tokens, {**metric_attributes, GEN_AI_TOKEN_TYPE: OUTPUT})

@@ -59,6 +59,7 @@ class LlmTool(ChatFromStream, BaseTool):
     """A chat model (OpenAI-compatible server, or the offline echo model): stream, chat, complete."""
 
     name = "llm"
+    traces_own_calls = True  # its ``chat {model}`` span is the call's span; the proxy adds none
 
     def __init__(self) -> None:
         self._config: LlmConfig | None = None
@@ -99,6 +100,11 @@ class LlmTool(ChatFromStream, BaseTool):
         """Record spans (and metrics, when a meter provider is given) through these providers."""
         if self._telemetry is not None:
             self._telemetry.use(tracer_provider, meter_provider)
+
+    @property
+    def provider_name(self) -> str:
+        """``gen_ai.provider.name`` of the model's provider (``LLM_PROVIDER_NAME``), "" before setup."""
+        return self._config.provider_name if self._config is not None else ""
 
     @property
     def default_model(self) -> str:

@@ -9,11 +9,16 @@ Both end in the same place: ``setup()`` installs one handler on the root logger 
 - ``message``: the formatted text, followed by the traceback when the record carries one;
 - ``timestamp``: ISO 8601 in UTC (``2025-01-31T12:00:00.123456+00:00``);
 - ``identity``: ``current_identity_var`` where the line was logged (``<domain>.<Class>.<method>``
-  inside a plugin's handler or hook), ``None`` outside plugin code.
+  inside a plugin's handler or hook), ``None`` outside plugin code;
+- ``trace`` (only for a sink that takes a fifth parameter): ``(trace_id, span_id)`` of the
+  OpenTelemetry span active where the line was logged, as lowercase hex (32 and 16 digits, the W3C
+  ``traceparent`` spelling), or ``None`` when no span is recording (telemetry off, or outside any
+  traced work). A four-parameter sink is called as before.
 
 ``LOG_LEVEL`` (default ``INFO``) sets the root logger's level. A default sink writes one readable
-line per record to stderr: ``timestamp LEVEL identity: message``; outside plugin code the stderr
-line names the standard logger instead, in brackets (``[uvicorn.error]``).
+line per record to stderr: ``timestamp LEVEL identity: message``, followed by
+`` trace_id=... span_id=...`` when a span is active; outside plugin code the stderr line names the
+standard logger instead, in brackets (``[uvicorn.error]``).
 
 Sinks run synchronously in the thread that logged (often a worker thread), so they must be quick
 and thread-safe. A sink that raises is reported once on stderr and keeps being called; it never
@@ -23,6 +28,7 @@ a sink reach only the stderr sink. ``release_owner`` removes the sinks a plugin 
 
 from __future__ import annotations
 
+import inspect
 import logging
 import os
 import sys
@@ -34,15 +40,45 @@ from typing import Any
 from core.base_tool import BaseTool
 from core.context import current_identity_var, current_plugin_var
 
-Sink = Callable[[str, str, str, "str | None"], Any]
+try:
+    from opentelemetry import trace as otel_trace
+except ImportError:  # pragma: no cover - the API is a dependency; without it lines carry no trace
+    otel_trace = None  # type: ignore[assignment]
+
+Sink = Callable[..., Any]
+TraceIds = tuple[str, str]
 
 LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 _PLUGIN_LOGGER = "keel"
 
 
-def stderr_sink(level: str, message: str, timestamp: str, identity: str | None) -> None:
-    """The default sink: ``timestamp LEVEL identity: message`` on stderr."""
-    sys.stderr.write(f"{timestamp} {level:<8} {identity or '-'}: {message}\n")
+def stderr_sink(
+    level: str, message: str, timestamp: str, identity: str | None, trace: TraceIds | None = None
+) -> None:
+    """The default sink: ``timestamp LEVEL identity: message [trace_id=... span_id=...]`` on stderr."""
+    ids = f" trace_id={trace[0]} span_id={trace[1]}" if trace else ""
+    sys.stderr.write(f"{timestamp} {level:<8} {identity or '-'}: {message}{ids}\n")
+
+
+def current_trace_ids() -> TraceIds | None:
+    """``(trace_id, span_id)`` of the active OpenTelemetry span, in hex; ``None`` when there is none."""
+    if otel_trace is None:
+        return None
+    context = otel_trace.get_current_span().get_span_context()
+    if not context.is_valid:
+        return None
+    return f"{context.trace_id:032x}", f"{context.span_id:016x}"
+
+
+def _takes_trace(sink: Sink) -> bool:
+    try:
+        parameters = list(inspect.signature(sink).parameters.values())
+    except (TypeError, ValueError):
+        return False
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    if any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in parameters):
+        return True
+    return sum(p.kind in positional for p in parameters) >= 5
 
 
 class _SinkHandler(logging.Handler):
@@ -65,20 +101,22 @@ class _SinkHandler(logging.Handler):
         if record.stack_info:
             message = f"{message}\n{record.stack_info}"
         timestamp = datetime.fromtimestamp(record.created, UTC).isoformat(timespec="microseconds")
-        self.tool._dispatch(record.levelname, message, timestamp, current_identity_var.get(), record.name)
+        self.tool._dispatch(
+            record.levelname, message, timestamp, current_identity_var.get(), record.name, current_trace_ids()
+        )
 
     def formatException(self, exc_info: Any) -> str:  # noqa: N802 - logging's own name
         return logging.Formatter().formatException(exc_info)
 
 
 class LoggerTool(BaseTool):
-    """Log lines with levels; sinks receive (level, message, timestamp, identity)."""
+    """Log lines with levels; sinks receive (level, message, timestamp, identity[, trace])."""
 
     name = "logger"
 
     def __init__(self) -> None:
         self._log = logging.getLogger(_PLUGIN_LOGGER)
-        self._sinks: tuple[tuple[Sink, str | None], ...] = ((stderr_sink, None),)
+        self._sinks: tuple[tuple[Sink, str | None, bool], ...] = ((stderr_sink, None, True),)
         self._lock = threading.Lock()
         self._reported: set[int] = set()
         self._local = threading.local()
@@ -133,11 +171,13 @@ class LoggerTool(BaseTool):
     # -- sinks ---------------------------------------------------------------------------------
 
     def add_sink(self, sink: Sink) -> None:
-        """Call ``sink(level, message, timestamp, identity)`` for every line from now on."""
+        """Call ``sink(level, message, timestamp, identity)`` for every line from now on, with the
+        line's ``trace`` ids as a fifth argument when the sink takes one."""
         if not callable(sink):
             raise TypeError(f"a log sink must be callable, got {sink!r}")
+        entry = (sink, current_plugin_var.get(), _takes_trace(sink))
         with self._lock:
-            self._sinks = (*self._sinks, (sink, current_plugin_var.get()))
+            self._sinks = (*self._sinks, entry)
 
     def remove_sink(self, sink: Sink) -> None:
         """Stop calling ``sink`` (no error if it was not added)."""
@@ -148,18 +188,30 @@ class LoggerTool(BaseTool):
         with self._lock:
             self._sinks = tuple(entry for entry in self._sinks if entry[1] != owner)
 
-    def _dispatch(self, level: str, message: str, timestamp: str, identity: str | None, source: str) -> None:
+    def _dispatch(
+        self,
+        level: str,
+        message: str,
+        timestamp: str,
+        identity: str | None,
+        source: str,
+        trace: TraceIds | None = None,
+    ) -> None:
         label = identity or f"[{source}]"
         local = self._local
         if getattr(local, "dispatching", False):
             # A sink logged: only stderr gets that line, so a sink can never feed itself.
-            stderr_sink(level, message, timestamp, label)
+            stderr_sink(level, message, timestamp, label, trace)
             return
         local.dispatching = True
         try:
-            for sink, _ in self._sinks:
+            for sink, _, takes_trace in self._sinks:
                 try:
-                    sink(level, message, timestamp, label if sink is stderr_sink else identity)
+                    who = label if sink is stderr_sink else identity
+                    if takes_trace:
+                        sink(level, message, timestamp, who, trace)
+                    else:
+                        sink(level, message, timestamp, who)
                 except Exception as exc:
                     self._report(sink, exc)
         finally:

@@ -9,6 +9,7 @@ meanings the OpenTelemetry specification gives them:
 ``OTEL_RESOURCE_ATTRIBUTES``            none                    extra resource attributes
 ``OTEL_TRACES_EXPORTER``                ``otlp``                comma list of otlp, console, memory, none
 ``OTEL_METRICS_EXPORTER``               ``otlp``                comma list of otlp, console, memory, none
+``OTEL_LOGS_EXPORTER``                  ``none``                comma list of otlp, console, memory, none
 ``OTEL_EXPORTER_OTLP_PROTOCOL``         ``http/protobuf``       or ``grpc`` (needs its exporter package)
 ``OTEL_EXPORTER_OTLP_ENDPOINT``         ``http://localhost:4318``  read by the OTLP exporters themselves
 ``OTEL_TRACES_SAMPLER`` (``_ARG``)      ``parentbased_always_on``  the six built-in samplers
@@ -17,8 +18,10 @@ meanings the OpenTelemetry specification gives them:
 
 Unlike the SDK, which logs a warning and falls back to a default, a sampler name or argument it does
 not know is refused (:class:`TelemetryConfigError`, so the tool is DEAD with the reason): a typo in
-a sampling rate should not silently trace everything in production. ``memory`` keeps spans and
-metrics in process, where tests read them.
+a sampling rate should not silently trace everything in production. ``memory`` keeps spans,
+metrics and log records in process, where tests read them. Log export is off unless
+``OTEL_LOGS_EXPORTER`` asks for it (the specification's default is ``otlp``): every line already
+goes to stderr, and a deployment that ships stderr would otherwise get each line twice.
 """
 
 from __future__ import annotations
@@ -57,6 +60,8 @@ class TelemetryConfig:
     metrics_exporters: tuple[str, ...] = ("otlp",)
     traces_protocol: str = "http/protobuf"
     metrics_protocol: str = "http/protobuf"
+    logs_exporters: tuple[str, ...] = ()
+    logs_protocol: str = "http/protobuf"
     sampler: str = "parentbased_always_on"
     sampler_ratio: float = 1.0
     untraced_tools: frozenset[str] = frozenset()
@@ -79,6 +84,8 @@ def load_config(environ: Mapping[str, str] = os.environ) -> TelemetryConfig:
         metrics_exporters=_exporters(environ, "OTEL_METRICS_EXPORTER"),
         traces_protocol=_choice(environ, "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", general_protocol, PROTOCOLS),
         metrics_protocol=_choice(environ, "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL", general_protocol, PROTOCOLS),
+        logs_exporters=_exporters(environ, "OTEL_LOGS_EXPORTER", default="none"),
+        logs_protocol=_choice(environ, "OTEL_EXPORTER_OTLP_LOGS_PROTOCOL", general_protocol, PROTOCOLS),
         sampler=sampler,
         sampler_ratio=_ratio(environ) if sampler in RATIO_SAMPLERS else 1.0,
         untraced_tools=frozenset(_items(environ.get("KEEL_TELEMETRY_UNTRACED_TOOLS", ""))),
@@ -100,8 +107,8 @@ def _choice(environ: Mapping[str, str], name: str, default: str, allowed: frozen
     return value
 
 
-def _exporters(environ: Mapping[str, str], name: str) -> tuple[str, ...]:
-    chosen = _items(environ.get(name, "")) or ["otlp"]
+def _exporters(environ: Mapping[str, str], name: str, default: str = "otlp") -> tuple[str, ...]:
+    chosen = _items(environ.get(name, "")) or [default]
     unknown = sorted(set(chosen) - EXPORTERS)
     if unknown:
         raise TelemetryConfigError(

@@ -6,7 +6,8 @@ than the SDK's ``unknown_service``). Exporters: OTLP spans go through a BatchSpa
 off the request path, tuned by the standard ``OTEL_BSP_*`` variables); console and memory spans
 through a SimpleSpanProcessor, so a test sees a span the moment it ends. OTLP and console metrics
 are pushed by a PeriodicExportingMetricReader (``OTEL_METRIC_EXPORT_INTERVAL``); memory metrics are
-read on demand from an InMemoryMetricReader.
+read on demand from an InMemoryMetricReader. A LoggerProvider is built only when
+``OTEL_LOGS_EXPORTER`` asks for one (:mod:`tools.telemetry.log_export`).
 
 The OTLP exporters read their endpoint, headers, timeout and compression from the standard
 variables themselves; this module only picks the transport the protocol variable names.
@@ -54,6 +55,8 @@ class Providers:
     meter_provider: MeterProvider
     memory_exporter: InMemorySpanExporter | None = None
     memory_metric_reader: InMemoryMetricReader | None = None
+    logger_provider: Any = None
+    memory_log_exporter: Any = None
 
 
 def build_providers(config: TelemetryConfig) -> Providers:
@@ -81,7 +84,16 @@ def build_providers(config: TelemetryConfig) -> Providers:
             memory_reader = InMemoryMetricReader()
             readers.append(memory_reader)
     meter_provider = MeterProvider(metric_readers=readers, resource=resource, shutdown_on_exit=False)
-    return Providers(tracer_provider, meter_provider, memory_exporter, memory_reader)
+    logger_provider, memory_logs = None, None
+    if config.logs_exporters:
+        from .log_export import build_logger_provider
+
+        logger_provider, memory_logs = build_logger_provider(
+            config.logs_exporters, config.logs_protocol, resource
+        )
+    return Providers(
+        tracer_provider, meter_provider, memory_exporter, memory_reader, logger_provider, memory_logs
+    )
 
 
 def build_resource() -> Resource:

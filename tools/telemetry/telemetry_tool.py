@@ -10,18 +10,22 @@ On, ``setup()`` builds a TracerProvider and a MeterProvider with the service res
 * a span factory on the Container, so every proxied tool call is a ``<tool>.<method>`` span
   (:mod:`tools.telemetry.tool_spans`); the telemetry tool's own methods and any tool listed in
   ``KEEL_TELEMETRY_UNTRACED_TOOLS`` get none;
-* ``on_instrument(tracer_provider)`` on every raw tool that defines it (the http tool instruments
-  FastAPI there, so each request is a server span and the tool calls in its handler are its
-  children); a hook that fails is logged and that tool simply runs uninstrumented — never DEAD;
+* ``on_instrument(tracer_provider[, meter_provider])`` on every raw tool that defines it (the
+  meter provider is passed when the hook takes a second parameter; the http tool puts its
+  server-span middleware in front of its routes there, so each request is a server span and the
+  tool calls in its handler are its children); a hook that fails is logged and that tool simply
+  runs uninstrumented — never DEAD;
 * a registry metrics sink feeding ``tool_call_total`` and ``tool_call_duration``
-  (:mod:`tools.telemetry.call_metrics`).
+  (:mod:`tools.telemetry.call_metrics`);
+* with ``OTEL_LOGS_EXPORTER`` set, a root-logger handler exporting every log record, with its
+  trace and span ids, through the logs SDK (:mod:`tools.telemetry.log_export`; from ``setup()``).
 
 The providers are also installed as OpenTelemetry's global providers when none is set yet, so
 libraries that call ``opentelemetry.trace.get_tracer`` export through them; the global can be set
 only once per process, so in a process that boots several kernels (a test suite) later kernels
 use their own providers explicitly. ``shutdown()`` detaches everything and flushes what is
-buffered. ``memory_exporter`` and ``memory_metric_reader`` are set when the ``memory`` exporters
-are chosen, for tests to read.
+buffered. ``memory_exporter``, ``memory_metric_reader`` and ``memory_log_exporter`` are set when
+the ``memory`` exporters are chosen, for tests to read.
 """
 
 from __future__ import annotations
@@ -36,7 +40,6 @@ from typing import TYPE_CHECKING, Any
 from core import BaseTool, ToolNotConfiguredError
 
 from .config import TelemetryConfig, load_config
-from .genai import genai_attributes, genai_span_name
 from .noop import NoOpMeter, NoOpTracer
 
 if TYPE_CHECKING:
@@ -67,6 +70,8 @@ class TelemetryTool(BaseTool):
         self.meter_provider: Any = None
         self.memory_exporter: Any = None
         self.memory_metric_reader: Any = None
+        self.memory_log_exporter: Any = None
+        self._log_handler: Any = None
 
     async def setup(self) -> None:
         config = load_config()
@@ -86,11 +91,18 @@ class TelemetryTool(BaseTool):
         self.meter_provider = providers.meter_provider
         self.memory_exporter = providers.memory_exporter
         self.memory_metric_reader = providers.memory_metric_reader
+        self.memory_log_exporter = providers.memory_log_exporter
         _install_globals(providers)
+        if providers.logger_provider is not None:
+            from .log_export import OtelLogHandler
+
+            self._log_handler = OtelLogHandler(providers.logger_provider)
+            logging.getLogger().addHandler(self._log_handler)
         log.info(
-            "telemetry on: traces to %s, metrics to %s, sampler %s",
+            "telemetry on: traces to %s, metrics to %s, logs to %s, sampler %s",
             ", ".join(config.traces_exporters) or "nowhere",
             ", ".join(config.metrics_exporters) or "nowhere",
+            ", ".join(config.logs_exporters) or "nowhere",
             config.sampler,
         )
 
@@ -112,9 +124,12 @@ class TelemetryTool(BaseTool):
         self._call_metrics = CallMetrics(providers.meter_provider.get_meter(TOOL_CALL_SCOPE))
         self.kernel_registry.add_metrics_sink(self._call_metrics.sink)
         self._call_metrics.start()
-        await _instrument_tools(raw_tools, providers.tracer_provider)
+        await _instrument_tools(raw_tools, providers.tracer_provider, providers.meter_provider)
 
     async def shutdown(self) -> None:
+        if self._log_handler is not None:
+            logging.getLogger().removeHandler(self._log_handler)
+            self._log_handler = None
         container, factory, metrics = self._container, self._span_factory, self._call_metrics
         if container is not None and factory is not None and container.span_factory is factory:
             container.register_span_factory(None)
@@ -157,6 +172,8 @@ class TelemetryTool(BaseTool):
         attributes: Mapping[str, Any] | None = None,
     ) -> AbstractContextManager[Any]:
         """A current CLIENT span for an LLM call, named and tagged per the GenAI semantic conventions."""
+        from .genai import genai_attributes, genai_span_name
+
         tracer = self.get_tracer("keel.genai")
         span_attributes = genai_attributes(operation, model=model, provider=provider, extra=attributes)
         if self._providers is None:
@@ -167,6 +184,23 @@ class TelemetryTool(BaseTool):
             genai_span_name(operation, model), kind=SpanKind.CLIENT, attributes=span_attributes
         )
 
+    def span_kind(self, kind: str) -> Any:
+        """OpenTelemetry's ``SpanKind`` named ``kind`` (``"client"``, ``"server"``, ``"producer"``,
+        ``"consumer"``, ``"internal"``); INTERNAL for any other name. ``None`` when telemetry is off."""
+        if self._providers is None:
+            return None
+        from opentelemetry.trace import SpanKind
+
+        return getattr(SpanKind, kind.upper(), SpanKind.INTERNAL)
+
+    def error_status(self, description: str = "") -> Any:
+        """The ERROR status to set on a failed span (``None`` when telemetry is off)."""
+        if self._providers is None:
+            return None
+        from opentelemetry.trace import Status, StatusCode
+
+        return Status(StatusCode.ERROR, description or None)
+
     def force_flush(self, timeout_millis: int = 30_000) -> bool:
         """Record pending tool-call metrics and push buffered spans and metrics to the exporters now."""
         if self._providers is None:
@@ -175,16 +209,19 @@ class TelemetryTool(BaseTool):
             self._call_metrics.drain()
         spans = self._providers.tracer_provider.force_flush(timeout_millis)
         metrics = self._providers.meter_provider.force_flush(timeout_millis)
-        return bool(spans and metrics)
+        logs = self._providers.logger_provider
+        logged = logs.force_flush(timeout_millis) if logs is not None else True
+        return bool(spans and metrics and logged)
 
 
-async def _instrument_tools(raw_tools: Mapping[str, Any], tracer_provider: Any) -> None:
+async def _instrument_tools(raw_tools: Mapping[str, Any], tracer_provider: Any, meter_provider: Any) -> None:
     for name, tool in sorted(raw_tools.items()):
         hook = getattr(tool, "on_instrument", None)
         if not callable(hook):
             continue
         try:
-            result = hook(tracer_provider)
+            takes_meter = len(inspect.signature(hook).parameters) >= 2
+            result = hook(tracer_provider, meter_provider) if takes_meter else hook(tracer_provider)
             if inspect.isawaitable(result):
                 await result
         except Exception:
@@ -202,7 +239,13 @@ def _install_globals(providers: Providers) -> None:
 
 
 def _close(providers: Providers) -> None:
-    for name, provider in (("tracer", providers.tracer_provider), ("meter", providers.meter_provider)):
+    owned: list[tuple[str, Any]] = [
+        ("tracer", providers.tracer_provider),
+        ("meter", providers.meter_provider),
+    ]
+    if providers.logger_provider is not None:
+        owned.append(("logger", providers.logger_provider))
+    for name, provider in owned:
         try:
             provider.force_flush()
             provider.shutdown()

@@ -1,7 +1,10 @@
 """The span factory the telemetry tool registers on the Container: one span per proxied tool call.
 
 Every call the ToolProxy makes runs inside ``factory(tool, method)``; the span is named
-``<tool>.<method>`` and carries ``keel.tool`` and ``keel.method``. A call that raises an
+``<tool>.<method>`` and carries ``keel.tool`` and ``keel.method``. A tool whose class sets
+``traces_own_calls = True`` gets none: it makes the span of each call itself, by the semantic
+conventions of its kind of work (the ``llm`` tool's ``chat {model}``), and a second span around it
+would give one piece of work two shapes. A call that raises an
 ``Exception`` gets the exception recorded as an event and an ERROR status; a ``BaseException`` that
 is control flow (task cancellation, a consumer closing a stream) ends the span without calling it
 an error, as the ToolProxy does for health.
@@ -107,7 +110,8 @@ class ToolSpanFactory:
         return ToolCallSpan(self._tracer, shape)
 
     def _learn(self, tool: str, method: str) -> _CallShape | None:
-        if tool in self._untraced:
+        raw = self._raw_tools.get(tool)
+        if tool in self._untraced or getattr(raw, "traces_own_calls", False) is True:
             return None
-        function = getattr(self._raw_tools.get(tool), method, None)
+        function = getattr(raw, method, None)
         return _CallShape(tool, method, stream=inspect.isasyncgenfunction(function))

@@ -36,6 +36,7 @@ from typing import Any
 
 from core.agents import AgentResult, AgentRun, ReActCognition, StopReason
 from core.agents.cognition import Cognition
+from core.contracts.genai import usage_attributes
 from core.contracts.ports import Checkpoint, CheckpointPort, CheckpointStatus, StorePort, TracePort
 from core.contracts.types import Message, Role, StreamEvent, StreamEventKind, Usage
 from core.execution.cancellation import CancellationToken, Cancelled
@@ -127,6 +128,7 @@ class RunExecution:
             "gen_ai.agent.name": agent.name,
             "gen_ai.request.model": agent.model,
             "gen_ai.conversation.id": self.record.run_id,
+            "gen_ai.provider.name": getattr(self.spec.llm, "provider_name", None) or None,
         }
         with self.ctx.trace.span(f"invoke_agent {agent.name}", "client", attributes) as span:
             if self.resumed:
@@ -141,8 +143,8 @@ class RunExecution:
                 span.set_attribute("error.type", type(exc).__name__)
                 return
             span.set_attribute("keel.agent.stop_reason", str(result.reason))
-            span.set_attribute("gen_ai.usage.input_tokens", result.usage.input_tokens)
-            span.set_attribute("gen_ai.usage.output_tokens", result.usage.output_tokens)
+            for key, value in usage_attributes(result.usage).items():
+                span.set_attribute(key, value)
             await self._finish(result)
 
     async def _take_over(self) -> None:

@@ -1136,6 +1136,14 @@
       h("span", { class: "level", text: level }),
       h("span", { class: "identity", title: line.identity || "", text: line.identity || "—" }),
       h("span", { class: "message" }, highlighted(line.message)),
+      line.trace_id
+        ? h("span", {
+          class: "trace",
+          title: `trace ${line.trace_id} span ${line.span_id}`,
+          "data-trace-id": line.trace_id,
+          text: line.trace_id.slice(0, 8),
+        })
+        : h("span", { class: "trace", text: "" }),
       request,
     );
   }

@@ -1,14 +1,16 @@
 """``GET /system/logs/stream``: every log line of this process, live, as server-sent events.
 
 Each line is one event whose ``id`` is an increasing integer and whose ``data`` is ``{"id", "level",
-"message", "timestamp", "identity", "event_id", "process"}``; ``event_id`` is the request id or
-event id the line was logged under (the root of its event chain, or one of its events; ``null``
-outside any), and ``process`` is ``{"pid", "host"}`` of this process (as in the dump's
-``kernel.process``), because the stream is per process: behind a load balancer each Keel process
-streams its own lines. The last ``LOG_STREAM_BACKLOG`` lines (default 1000) are kept, so a client
-reconnecting with ``Last-Event-ID: N`` (browsers send it by themselves) first receives the kept
-lines after N. ``?level=WARNING`` keeps lines at or above a level. Admin-only once authentication is
-configured.
+"message", "timestamp", "identity", "event_id", "trace_id", "span_id", "process"}``; ``event_id`` is
+the request id or event id the line was logged under (the root of its event chain, or one of its
+events; ``null`` outside any), so the dashboard links a line to its event chain; ``trace_id`` /
+``span_id`` are the OpenTelemetry span active where the line was logged (hex, ``null`` when none),
+so a line can be looked up in the tracing backend; ``process`` is ``{"pid", "host"}`` of this
+process (as in the dump's ``kernel.process``), because the stream is per process: behind a load
+balancer each Keel process streams its own lines. The last ``LOG_STREAM_BACKLOG`` lines (default
+1000) are kept, so a client reconnecting with ``Last-Event-ID: N`` (browsers send it by themselves)
+first receives the kept lines after N. ``?level=WARNING`` keeps lines at or above a level.
+Admin-only once authentication is configured.
 
 A slow client never slows the logger or the other clients: each client has its own queue of
 ``LOG_STREAM_CLIENT_QUEUE`` lines (default 1000). When its queue is full, new lines are dropped
@@ -80,7 +82,13 @@ class LogBroadcast:
         self.process = {"pid": os.getpid(), "host": socket.gethostname()}
 
     def publish(
-        self, level: str, message: str, timestamp: str, identity: str | None, event_id: str | None = None
+        self,
+        level: str,
+        message: str,
+        timestamp: str,
+        identity: str | None,
+        trace: Any = None,
+        event_id: str | None = None,
     ) -> None:
         self.last_id += 1
         entry = {
@@ -91,6 +99,8 @@ class LogBroadcast:
             "timestamp": timestamp,
             "identity": identity,
             "event_id": event_id,
+            "trace_id": trace[0] if trace else None,
+            "span_id": trace[1] if trace else None,
             "process": self.process,
         }
         self.backlog.append(entry)
@@ -186,15 +196,17 @@ class SystemLogsStreamPlugin(BasePlugin):
     async def on_shutdown(self) -> None:
         self.logger.remove_sink(self.on_log)
 
-    def on_log(self, level: str, message: str, timestamp: str, identity: str | None) -> None:
+    def on_log(
+        self, level: str, message: str, timestamp: str, identity: str | None, trace: Any = None
+    ) -> None:
         """The log sink: publish on the loop, handing lines from other threads over to it."""
         if threading.get_ident() == self._loop_thread:
-            self.broadcast.publish(level, message, timestamp, identity, current_event_id_var.get())
+            self.broadcast.publish(level, message, timestamp, identity, trace, current_event_id_var.get())
         elif self._loop is not None:
             try:
-                self._loop.call_soon_threadsafe(
-                    self.broadcast.publish, level, message, timestamp, identity, current_event_id_var.get()
-                )
+                publish = self.broadcast.publish
+                event_id = current_event_id_var.get()
+                self._loop.call_soon_threadsafe(publish, level, message, timestamp, identity, trace, event_id)
             except RuntimeError:
                 pass  # the loop is closed: the process is ending and no client is left to tell
 

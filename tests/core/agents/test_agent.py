@@ -105,6 +105,7 @@ async def test_the_agent_span_records_how_the_run_ended() -> None:
     invoke, compose = tracer.spans
     assert compose.parent is invoke and invoke.ended and compose.ended
     assert invoke.attrs == {
+        "gen_ai.operation.name": "invoke_agent",
         "gen_ai.agent.name": "analyst",
         "gen_ai.request.model": "fake-model",
         "keel.agent.stop_reason": "completed",

@@ -34,7 +34,11 @@ async def test_a_tool_span_names_the_tool() -> None:
     await ctx.invoker.tool(ToolRequest("lookup", {}, tool=FakeTool("lookup", "r")), ctx)  # type: ignore[union-attr]
     (span,) = tracer.spans
     assert (span.name, span.kind) == ("execute_tool", "execute_tool")
-    assert span.attrs == {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "lookup"}
+    assert span.attrs == {
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": "lookup",
+        "gen_ai.tool.type": "function",
+    }
 
 
 async def test_a_failure_is_recorded_on_the_span_and_propagates() -> None:
@@ -60,3 +64,23 @@ async def test_policy_spans_nest_under_the_agent_span() -> None:
         ("chat", "invoke_agent"),
     ]
     assert tracer.spans[2].attrs["keel.response.tool_calls"] == 1
+    assert tracer.spans[3].attrs["gen_ai.tool.call.id"] == "c"  # the model's call this run answers
+
+
+async def test_usage_by_the_one_token_rule_and_absent_when_unknown() -> None:
+    from core.contracts.types import Usage
+
+    cached = Usage(input_tokens=3, output_tokens=2, cache_read_tokens=4, cache_write_tokens=1)
+    tracer = RecordingTracer()
+    llm = FakeLLM.script([Turn(content="a", usage=cached), Turn(content="b", usage=Usage())])
+    ctx = make_test_ctx(llm=llm, trace=tracer, chat_middleware=[tracing()])
+    for _ in range(2):
+        await ctx.invoker.chat(ChatRequest([Message("user", "hi")], "m"), ctx)  # type: ignore[union-attr]
+    known, unknown = tracer.spans
+    assert {k: v for k, v in known.attrs.items() if k.startswith("gen_ai.usage.")} == {
+        "gen_ai.usage.input_tokens": 8,  # uncached + cache read + cache write
+        "gen_ai.usage.output_tokens": 2,
+        "gen_ai.usage.cache_read.input_tokens": 4,
+        "gen_ai.usage.cache_creation.input_tokens": 1,
+    }
+    assert not [k for k in unknown.attrs if k.startswith("gen_ai.usage.")]  # absent, not 0

@@ -49,10 +49,21 @@ async def test_each_line_is_an_event_with_an_increasing_id() -> None:
             "timestamp": "2025-01-01T00:00:00.000000+00:00",
             "identity": "demo.Plugin.run",
             "event_id": None,
+            "trace_id": None,
+            "span_id": None,
             "process": {"pid": os.getpid(), "host": socket.gethostname()},
         },
     }
     assert second["id"] == "2"
+    await events.aclose()
+
+
+async def test_a_line_logged_inside_a_span_carries_its_trace_and_span_ids() -> None:
+    broadcast = LogBroadcast(backlog=10, client_queue=10)
+    broadcast.publish("INFO", "traced", "2025-01-01T00:00:00.000000+00:00", None, ("a" * 32, "b" * 16))
+    events = client_events(broadcast, last_event_id=0)
+    (event,) = await take(events, 1)
+    assert (event["data"]["trace_id"], event["data"]["span_id"]) == ("a" * 32, "b" * 16)
     await events.aclose()
 
 

@@ -68,6 +68,7 @@ async def test_a_call_is_a_client_span_named_after_the_model(
     assert attributes["gen_ai.request.max_tokens"] == 20
     assert attributes["gen_ai.response.model"] == "test-model"
     assert attributes["gen_ai.response.finish_reasons"] == ("stop",)
+    assert attributes["gen_ai.response.id"] == "chatcmpl-test"  # the id the server sent
     assert attributes["gen_ai.usage.input_tokens"] == 12
     assert attributes["gen_ai.usage.output_tokens"] == 7
     assert attributes["server.address"] == "127.0.0.1"
@@ -128,5 +129,24 @@ async def test_with_the_telemetry_tool_on_model_calls_are_spans(
         await kernel.container.get("llm").chat(messages=HELLO, model="")
         exported = kernel.container.get("telemetry").memory_exporter.get_finished_spans()
         names = {span.name for span in exported}
-    assert "chat echo" in names  # the tool's own GenAI span
-    assert "llm.chat" in names  # and the proxy's span around the call
+    assert names == {"chat echo"}  # the tool's own GenAI span is the call's only span
+
+
+async def test_cached_prompt_tokens_count_as_input_and_unknown_usage_is_absent(
+    llm: LlmTool, server: OpenAIServer, recorded: Recorded
+) -> None:
+    from tests.tools.llm.openai_server import chunk, usage_chunk
+
+    cached = Reply([chunk(content="hi"), chunk(finish_reason="stop"), usage_chunk(12, 7, cached=5)])
+    no_usage = Reply([chunk(content="hi"), chunk(finish_reason="stop")])
+    server.enqueue(cached)
+    server.enqueue(no_usage)
+    await llm.chat(messages=HELLO, model="")
+    await llm.chat(messages=HELLO, model="")
+    with_usage, without = recorded.spans()
+    assert with_usage.attributes["gen_ai.usage.input_tokens"] == 12  # the whole prompt, cached or not
+    assert with_usage.attributes["gen_ai.usage.cache_read.input_tokens"] == 5
+    assert not [key for key in without.attributes if key.startswith("gen_ai.usage.")]
+    tokens = recorded.points("gen_ai.client.token.usage")
+    by_type = sorted((p.attributes["gen_ai.token.type"], p.sum) for p in tokens)
+    assert by_type == [("input", 12), ("output", 7)]

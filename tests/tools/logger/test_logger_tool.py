@@ -207,3 +207,27 @@ async def test_the_default_stderr_line_is_readable(
 async def test_a_sink_must_be_callable(logger: LoggerTool) -> None:
     with pytest.raises(TypeError):
         logger.add_sink("not a sink")  # type: ignore[arg-type]
+
+
+async def test_a_sink_taking_a_fifth_parameter_gets_the_active_trace_and_span_ids(
+    logger: LoggerTool, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from opentelemetry.sdk.trace import TracerProvider
+
+    traced: list[object] = []
+    plain = Collector()
+    logger.add_sink(lambda level, message, timestamp, identity, trace: traced.append(trace))
+    logger.add_sink(plain)
+    logger.add_sink(stderr_sink)
+    logger.info("outside any span")
+    provider = TracerProvider()
+    with provider.get_tracer("test").start_as_current_span("work") as span:
+        logger.info("inside the span")
+    context = span.get_span_context()
+    ids = (f"{context.trace_id:032x}", f"{context.span_id:016x}")
+    assert traced == [None, ids]
+    assert plain.messages() == ["outside any span", "inside the span"]  # four-parameter sinks unchanged
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].endswith("outside any span")
+    assert err[1].endswith(f"inside the span trace_id={ids[0]} span_id={ids[1]}")
+    provider.shutdown()

@@ -69,3 +69,14 @@ def test_ratio_samplers_read_their_argument() -> None:
 def test_values_it_cannot_use_are_refused(variables: dict[str, str], message: str) -> None:
     with pytest.raises(TelemetryConfigError, match=message):
         load_config({"OTEL_ENABLED": "true", **variables})
+
+
+def test_logs_are_exported_only_when_asked() -> None:
+    on = {"OTEL_ENABLED": "true"}
+    assert load_config(on).logs_exporters == ()
+    asked = load_config(
+        {**on, "OTEL_LOGS_EXPORTER": "otlp,memory", "OTEL_EXPORTER_OTLP_LOGS_PROTOCOL": "grpc"}
+    )
+    assert (asked.logs_exporters, asked.logs_protocol) == (("otlp", "memory"), "grpc")
+    with pytest.raises(TelemetryConfigError, match="OTEL_LOGS_EXPORTER"):
+        load_config({**on, "OTEL_LOGS_EXPORTER": "syslog"})
