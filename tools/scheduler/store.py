@@ -256,25 +256,29 @@ class Store:
     ) -> dict[str, Any]:
         """Record the schedule; keep its ``next_due`` if its spec is unchanged, else use ``first_due``."""
         async with self.db.transaction() as c:
-            rows = await c.fetch("SELECT * FROM keel_sched_schedules WHERE name = $1", name)
-            if not rows:
-                await c.execute(
-                    "INSERT INTO keel_sched_schedules (name, spec, plugin, next_due) VALUES ($1, $2, $3, $4)",
-                    name,
-                    spec,
-                    plugin,
-                    first_due,
-                )
-            elif rows[0]["spec"] != spec:
-                await c.execute(
-                    "UPDATE keel_sched_schedules SET spec = $2, plugin = $3, next_due = $4 WHERE name = $1",
-                    name,
-                    spec,
-                    plugin,
-                    first_due,
-                )
-            elif rows[0]["plugin"] != plugin:
-                await c.execute("UPDATE keel_sched_schedules SET plugin = $2 WHERE name = $1", name, plugin)
+            # Each statement is safe against another process registering the same schedule at once:
+            # the insert yields to an existing row, the update only changes a row whose spec differs.
+            await c.execute(
+                "INSERT INTO keel_sched_schedules (name, spec, plugin, next_due) VALUES ($1, $2, $3, $4) "
+                "ON CONFLICT (name) DO NOTHING",
+                name,
+                spec,
+                plugin,
+                first_due,
+            )
+            await c.execute(
+                "UPDATE keel_sched_schedules SET spec = $2, plugin = $3, next_due = $4 "
+                "WHERE name = $1 AND spec <> $2",
+                name,
+                spec,
+                plugin,
+                first_due,
+            )
+            await c.execute(
+                "UPDATE keel_sched_schedules SET plugin = $2 WHERE name = $1 AND plugin IS DISTINCT FROM $2",
+                name,
+                plugin,
+            )
             rows = await c.fetch("SELECT * FROM keel_sched_schedules WHERE name = $1", name)
         return rows[0]
 
