@@ -38,6 +38,10 @@ The contract::
   version's registrations (``promote_owner``) without a gap. Jobs already stored stay and run
   again once some process has a handler for their name. A schedule's default name is
   ``<domain>.<Class>.<method>``, stable across reloads and restarts.
+- **The dump.** ``kernel.capabilities.scheduler`` in ``/system/status`` lists every schedule of this
+  process (plugin, next fire time, last fire and result), the jobs per status and the latest failed
+  ones with their errors, refreshed by the serving loop at most once a second; ``status()`` is the
+  same, now. ``/system/scheduler`` (the system domain) lists, cancels and re-runs jobs.
 - Nothing fires unless ``serve`` runs (the kernel runs it after boot) or ``tick()`` is called, which
   is one pass at ``clock()`` that waits for the jobs it started (tests replace ``clock``).
 
@@ -129,6 +133,8 @@ class SchedulerTool(BaseTool):
         self.misfire_grace = 60.0
         self.shutdown_grace = 5.0
         self.fired = 0  # jobs this instance ran to an outcome
+        self._capability: dict[str, Any] = {}
+        self._published_at = float("-inf")
 
     # -- lifecycle ---------------------------------------------------------------------------------
 
@@ -145,8 +151,9 @@ class SchedulerTool(BaseTool):
         database = make_database(url, getattr(self, "project_root", Path.cwd()))
         shared = isinstance(database, PostgresDatabase)
         registry = getattr(self, "kernel_registry", None)
+        self._capability = {"backend": url.split(":", 1)[0], "shared": shared}
         if registry is not None:
-            registry.set_capability(self.name, {"backend": url.split(":", 1)[0], "shared": shared})
+            registry.set_capability(self.name, dict(self._capability))
         await database.open()
         self._store = Store(database)
         if registry is not None:
@@ -175,6 +182,7 @@ class SchedulerTool(BaseTool):
                 try:
                     await self._pass(self.clock())
                     wait = await self._until_next()
+                    await self._publish()
                 except Exception:  # an outage, say: logged, the next pass tries again
                     log.exception("scheduler pass failed")
                 self._wake.clear()
@@ -349,6 +357,29 @@ class SchedulerTool(BaseTool):
             }
             for row in rows
         ]
+
+    async def status(self) -> dict[str, Any]:
+        """What the system dump shows: schedules, job counts by status, the latest failed jobs."""
+        store = self._ready()
+        failed = await store.jobs(status="failed", limit=10)
+        return {
+            "holder": self.holder,
+            "running_here": len(self._running),
+            "schedules": await self.schedules(),
+            "jobs": await store.counts(),
+            "failed": [
+                {k: row[k] for k in ("id", "name", "plugin", "attempts", "error", "finished_at")}
+                for row in failed
+            ],
+        }
+
+    async def _publish(self) -> None:
+        """Refresh the dump's ``kernel.capabilities.scheduler`` (at most once a second)."""
+        registry = getattr(self, "kernel_registry", None)
+        if registry is None or time.monotonic() < self._published_at + 1.0:
+            return
+        self._published_at = time.monotonic()
+        registry.set_capability(self.name, {**self._capability, **await self.status()})
 
     async def tick(self) -> int:
         """One pass at ``clock()``: fire due ticks, run due jobs, wait for them; how many ran."""

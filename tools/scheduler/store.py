@@ -458,6 +458,12 @@ class Store:
                 )
             )
 
+    async def counts(self) -> dict[str, int]:
+        """How many jobs are in each status."""
+        async with self.db.transaction() as c:
+            rows = await c.fetch("SELECT status, count(*) AS n FROM keel_sched_jobs GROUP BY status")
+        return {str(r["status"]): int(r["n"]) for r in rows}
+
     async def schedules(self, names: Sequence[str] | None = None) -> list[dict[str, Any]]:
         async with self.db.transaction() as c:
             rows = await c.fetch("SELECT * FROM keel_sched_schedules ORDER BY name")
