@@ -42,6 +42,9 @@ The contract::
   process (plugin, next fire time, last fire and result), the jobs per status and the latest failed
   ones with their errors, refreshed by the serving loop at most once a second; ``status()`` is the
   same, now. ``/system/scheduler`` (the system domain) lists, cancels and re-runs jobs.
+- **Clocks.** Due times and leases are this process's wall clock (``clock()``, which tests
+  replace), so the processes of a cluster need clocks that agree to well within
+  ``SCHEDULER_LEASE_SECONDS`` (NTP); the database's clock is not consulted.
 - Nothing fires unless ``serve`` runs (the kernel runs it after boot) or ``tick()`` is called, which
   is one pass at ``clock()`` that waits for the jobs it started (tests replace ``clock``).
 
