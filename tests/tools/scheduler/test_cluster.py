@@ -157,3 +157,53 @@ async def test_a_process_killed_holding_a_job_leaves_it_to_run_once_elsewhere(
 async def _status(tool: Any, job_id: str, status: str) -> bool:
     job = await tool.job(job_id)
     return job is not None and job["status"] == status
+
+
+async def test_a_renewed_lease_keeps_a_long_job_with_its_holder(start: Start) -> None:
+    holder, other = await start(), await start()
+    for tool in (holder, other):
+        tool.lease = 0.6
+    release = asyncio.Event()
+    runs: list[str] = []
+
+    async def long(job: dict[str, Any]) -> None:
+        runs.append("holder")
+        await release.wait()
+
+    holder.on_job("long", long)
+    other.on_job("long", lambda job: runs.append("other"))
+    job_id = await holder.after(0, "long")
+    held = asyncio.ensure_future(holder.tick())
+    await until(lambda: runs == ["holder"], "the holder runs the job")
+    started = asyncio.get_running_loop().time()
+    while asyncio.get_running_loop().time() - started < 2.0:  # three leases and more
+        assert await other.tick() == 0
+        await asyncio.sleep(0.05)  # the other's poll interval (pacing, not synchronisation)
+    release.set()
+    await held
+    job = await holder.job(job_id)
+    assert job is not None and job["status"] == "done" and job["epoch"] == 1 and runs == ["holder"]
+
+
+async def test_cancelling_a_running_job_elsewhere_stops_its_handler(start: Start) -> None:
+    holder, other = await start(), await start()
+    holder.lease = 0.3
+    stopped = asyncio.Event()
+    entered = asyncio.Event()
+
+    async def long(job: dict[str, Any]) -> None:
+        entered.set()
+        try:
+            await asyncio.Event().wait()
+        finally:
+            stopped.set()
+
+    holder.on_job("long", long)
+    job_id = await holder.after(0, "long")
+    held = asyncio.ensure_future(holder.tick())
+    await asyncio.wait_for(entered.wait(), 15)
+    assert await other.cancel(job_id)
+    await asyncio.wait_for(stopped.wait(), 15)  # at the holder's next lease renewal
+    await held
+    job = await other.job(job_id)
+    assert job is not None and job["status"] == "cancelled" and holder.fired == 0
