@@ -54,6 +54,9 @@ wait between passes; a process also wakes when the next thing it knows of comes 
 ``SCHEDULER_CONCURRENCY`` (16 jobs at once per process), ``SCHEDULER_SHUTDOWN_GRACE_SECONDS`` (5),
 ``SCHEDULER_BUSY_TIMEOUT`` / ``SCHEDULER_CONNECT_TIMEOUT`` (5 / 5), ``SCHEDULER_POOL_MAX`` (5).
 
+A database that cannot be reached at boot leaves the tool FAIL (not DEAD, so it still serves): each
+pass tries again, and the first that succeeds marks it OK.
+
 The scheduler opens its own connection rather than using the ``db`` tool (tools never import each
 other), like the ``checkpoint`` tool; its tables are created on first use.
 """
@@ -137,6 +140,7 @@ class SchedulerTool(BaseTool):
         self.shutdown_grace = 5.0
         self.fired = 0  # jobs this instance ran to an outcome
         self._capability: dict[str, Any] = {}
+        self._status = ToolStatus.OK
         self._published_at = float("-inf")
 
     # -- lifecycle ---------------------------------------------------------------------------------
@@ -157,10 +161,21 @@ class SchedulerTool(BaseTool):
         self._capability = {"backend": url.split(":", 1)[0], "shared": shared}
         if registry is not None:
             registry.set_capability(self.name, dict(self._capability))
-        await database.open()
         self._store = Store(database)
+        try:
+            await database.open()
+        except SchedulerUnavailableError as exc:
+            # Unreachable now: the tool still serves (FAIL), and each pass tries again.
+            log.error("scheduler: %s; retrying every pass", exc)
+            self._set_status(ToolStatus.FAIL, f"{exc}; retrying")
+            return
+        self._set_status(ToolStatus.OK, database.describe())
+
+    def _set_status(self, status: ToolStatus, message: str) -> None:
+        self._status = status
+        registry = getattr(self, "kernel_registry", None)
         if registry is not None:
-            registry.update_tool_status(self.name, ToolStatus.OK, database.describe())
+            registry.update_tool_status(self.name, status, message)
 
     async def shutdown(self) -> None:
         await self._hand_back()
@@ -186,7 +201,12 @@ class SchedulerTool(BaseTool):
                     await self._pass(self.clock())
                     wait = await self._until_next()
                     await self._publish()
-                except Exception:  # an outage, say: logged, the next pass tries again
+                    if self._status is not ToolStatus.OK and self._store is not None:
+                        self._set_status(ToolStatus.OK, self._store.db.describe())
+                except SchedulerUnavailableError as exc:  # an outage: the next pass tries again
+                    log.warning("scheduler pass failed: %s", exc)
+                    self._set_status(ToolStatus.FAIL, f"{exc}; retrying")
+                except Exception:
                     log.exception("scheduler pass failed")
                 self._wake.clear()
                 waking = asyncio.ensure_future(self._wake.wait())

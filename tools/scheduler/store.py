@@ -133,6 +133,7 @@ class SqliteDatabase:
         )
         self._lock = asyncio.Lock()
         self._conn = _SqliteConn(self._file)
+        self._tables = False  # created (the file may be unreachable at boot and reached later)
 
     def describe(self) -> str:
         return self._file.describe()
@@ -140,12 +141,15 @@ class SqliteDatabase:
     async def open(self) -> None:
         await self._file.open()
         await self._file.run(_create_rest)
+        self._tables = True
 
     async def close(self) -> None:
         await self._file.close()
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[Conn]:
+        if not self._tables:
+            await self.open()
         async with self._lock:
             await self._file.run(lambda c: c.execute("BEGIN IMMEDIATE"))
             try:
