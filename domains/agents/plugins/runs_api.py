@@ -42,6 +42,7 @@ from domains.agents.runs.execution import RunServices
 from domains.agents.runs.index import DEFAULT_LEASE_SECONDS, RunIndex
 from domains.agents.runs.manager import RunManager, RunSettings
 from domains.agents.runs.tracing import trace_for
+from domains.agents.runs.triggers import publish_manager
 
 TAGS = ["agents"]
 MAX_LIST = 200
@@ -70,6 +71,7 @@ class AgentRunsPlugin(BasePlugin):
                 lease=_lease_seconds(),
             ),
         )
+        publish_manager(container, self.manager)  # for triggered runs (domains.agents.runs.triggers)
 
     async def on_boot(self) -> None:
         http = self.http

@@ -100,14 +100,22 @@ class RunManager:
     # -- starting ----------------------------------------------------------------------------------
 
     async def start(
-        self, agent: str, task_input: str, *, max_cost_usd: str | None, max_calls: int | None
+        self,
+        agent: str,
+        task_input: str,
+        *,
+        max_cost_usd: str | None,
+        max_calls: int | None,
+        run_id: str | None = None,
     ) -> RunRecord:
+        """``run_id`` (default: a new one) lets a caller that must start a run once (a trigger) name
+        it; a run id already indexed fails in ``index.add`` and nothing is started."""
         spec = self.catalog.get(agent)
         if spec is None:
             known = ", ".join(s.agent.name for s in self.catalog.specs()) or "none"
             raise NotFoundError(f"no agent named {agent!r} is declared (declared: {known})")
         record = RunRecord(
-            uuid.uuid4().hex, agent, task_input, max_cost_usd=max_cost_usd, max_calls=max_calls
+            run_id or uuid.uuid4().hex, agent, task_input, max_cost_usd=max_cost_usd, max_calls=max_calls
         )
         await self.index.add(record.run_id, agent, record.created_at)
         try:
