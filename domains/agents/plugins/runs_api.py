@@ -12,6 +12,11 @@
                                             the run has already ended
 ==========================================  =========================================================
 
+**Who may call.** With ``AUTH_SECRET_KEY`` set, every endpoint needs a bearer token, except for
+agents declared ``public``. A run belongs to the token's subject (and its ``tenant`` claim); users
+list, read, follow and cancel their own runs, admins every run, and anyone else is answered 404
+(:mod:`domains.agents.runs.access`). The OpenAPI document names the bearer scheme per operation.
+
 A database or checkpoint store that cannot be reached answers 503. Agents are declared by other
 plugins of this domain (``domains.agents.runs.catalog``). Runs are
 executed, checkpointed and resumed by :mod:`domains.agents.runs.manager`; a process that boots
@@ -34,9 +39,16 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from core import BasePlugin, InvalidInputError, ServiceUnavailableError, ToolUnavailableError
+from core import (
+    BasePlugin,
+    InvalidInputError,
+    NotFoundError,
+    ServiceUnavailableError,
+    ToolUnavailableError,
+)
 from core.settings import env_float
 from domains.agents.models.runs import StartRunRequest
+from domains.agents.runs.access import Caller, auth_required, check_run, token_required
 from domains.agents.runs.catalog import catalog_for
 from domains.agents.runs.execution import RunServices
 from domains.agents.runs.index import DEFAULT_LEASE_SECONDS, RunIndex
@@ -73,7 +85,12 @@ class AgentRunsPlugin(BasePlugin):
 
     async def on_boot(self) -> None:
         http = self.http
-        http.add_endpoint("/agents", "GET", self.agents, tags=TAGS)
+        self.protected = auth_required()
+        # "optional": a token that is sent is verified; the handlers decide what anonymous callers
+        # may do (public agents only). Listing runs always needs one.
+        some: Any = "optional" if self.protected else False
+        every: Any = self.protected
+        http.add_endpoint("/agents", "GET", self.agents, tags=TAGS, auth=some)
         http.add_endpoint(
             "/agents/{name}/runs",
             "POST",
@@ -81,30 +98,56 @@ class AgentRunsPlugin(BasePlugin):
             request_model=StartRunRequest,
             tags=TAGS,
             status_code=202,
+            auth=some,
         )
-        http.add_endpoint("/agents/runs", "GET", self.runs, tags=TAGS)
-        http.add_endpoint("/agents/runs/{run_id}", "GET", self.run, tags=TAGS)
-        http.add_sse_endpoint("/agents/runs/{run_id}/events", self.events, tags=TAGS)
-        http.add_endpoint("/agents/runs/{run_id}/cancel", "POST", self.cancel, tags=TAGS, status_code=202)
+        http.add_endpoint("/agents/runs", "GET", self.runs, tags=TAGS, auth=every)
+        http.add_endpoint("/agents/runs/{run_id}", "GET", self.run, tags=TAGS, auth=some)
+        http.add_sse_endpoint("/agents/runs/{run_id}/events", self.events, tags=TAGS, auth=some)
+        http.add_endpoint(
+            "/agents/runs/{run_id}/cancel", "POST", self.cancel, tags=TAGS, status_code=202, auth=some
+        )
         self.manager.start_resuming()
+
+    def caller(self, context: dict[str, Any]) -> Caller:
+        return Caller.of(context.get("identity"), protected=self.protected)
+
+    async def _checked(self, run_id: str, context: dict[str, Any]) -> None:
+        """Raise unless the caller may use run ``run_id`` (401 anonymous, 404 someone else's)."""
+        caller = self.caller(context)
+        if caller.admin:
+            return
+        try:
+            record = await self.manager.record_of(run_id)
+        except NotFoundError:
+            if caller.anonymous:
+                raise token_required("use this run") from None
+            raise
+        check_run(caller, run_id, record.owner)
 
     async def on_shutdown(self) -> None:
         await self.manager.close()
 
     async def agents(self, data: dict[str, Any], context: dict[str, Any]) -> dict[str, Any]:
-        """The agents this service offers."""
-        return {"agents": [spec.view() for spec in self.catalog.specs()]}
+        """The agents this service offers (to an anonymous caller: the public ones)."""
+        anonymous = self.caller(context).anonymous
+        return {"agents": [s.view() for s in self.catalog.specs() if s.public or not anonymous]}
 
     async def start(self, data: dict[str, Any], context: dict[str, Any]) -> dict[str, Any]:
         """Start a run of agent ``name``; answers once its first checkpoint is saved."""
         request: StartRunRequest = context["model"]
         budget = request.budget
+        caller = self.caller(context)
+        spec = self.catalog.get(data["name"])
+        if caller.anonymous and (spec is None or not spec.public):
+            raise token_required("run this agent")
         with _answerable():
             record = await self.manager.start(
                 data["name"],
                 request.input,
                 max_cost_usd=str(budget.max_cost_usd) if budget and budget.max_cost_usd is not None else None,
                 max_calls=budget.max_calls if budget else None,
+                owner=caller.subject,
+                tenant=caller.tenant,
             )
         base = f"/agents/runs/{record.run_id}"
         return {
@@ -115,7 +158,7 @@ class AgentRunsPlugin(BasePlugin):
         }
 
     async def runs(self, data: dict[str, Any], context: dict[str, Any]) -> dict[str, Any]:
-        """Recent runs, newest first, from the run index."""
+        """Recent runs, newest first, from the run index: the caller's own (an admin's: all)."""
         raw = data.get("limit", "50")
         if not isinstance(raw, str) or not raw.isdigit() or not 1 <= int(raw) <= MAX_LIST:
             raise InvalidInputError(f"limit must be a whole number between 1 and {MAX_LIST}, got {raw!r}")
@@ -123,21 +166,28 @@ class AgentRunsPlugin(BasePlugin):
         if agent is not None and not isinstance(agent, str):
             raise InvalidInputError("agent must be given once")
         with _answerable():
-            return {"runs": await self.manager.index.recent(int(raw), agent)}
+            caller = self.caller(context)
+            runs = await self.manager.index.recent(
+                int(raw), agent, subject=caller.subject, everyone=caller.admin
+            )
+            return {"runs": runs}
 
     async def run(self, data: dict[str, Any], context: dict[str, Any]) -> dict[str, Any]:
         """A run: status, output, usage, cost and its checkpoint versions."""
         with _answerable():
+            await self._checked(data["run_id"], context)
             return await self.manager.view(data["run_id"])
 
     async def events(self, data: dict[str, Any], context: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
         """The run's events as server-sent events, from ``Last-Event-ID`` on, until its final one."""
         with _answerable():
+            await self._checked(data["run_id"], context)
             return await self.manager.follow(data["run_id"], context.get("last_event_id"))
 
     async def cancel(self, data: dict[str, Any], context: dict[str, Any]) -> dict[str, Any]:
         """Ask the run to stop; 409 if it has already ended."""
         with _answerable():
+            await self._checked(data["run_id"], context)
             return await self.manager.cancel(data["run_id"])
 
 

@@ -100,16 +100,29 @@ class RunManager:
     # -- starting ----------------------------------------------------------------------------------
 
     async def start(
-        self, agent: str, task_input: str, *, max_cost_usd: str | None, max_calls: int | None
+        self,
+        agent: str,
+        task_input: str,
+        *,
+        max_cost_usd: str | None,
+        max_calls: int | None,
+        owner: str | None = None,
+        tenant: str | None = None,
     ) -> RunRecord:
         spec = self.catalog.get(agent)
         if spec is None:
             known = ", ".join(s.agent.name for s in self.catalog.specs()) or "none"
             raise NotFoundError(f"no agent named {agent!r} is declared (declared: {known})")
         record = RunRecord(
-            uuid.uuid4().hex, agent, task_input, max_cost_usd=max_cost_usd, max_calls=max_calls
+            uuid.uuid4().hex,
+            agent,
+            task_input,
+            max_cost_usd=max_cost_usd,
+            max_calls=max_calls,
+            owner=owner,
+            tenant=tenant,
         )
-        await self.index.add(record.run_id, agent, record.created_at)
+        await self.index.add(record.run_id, agent, record.created_at, owner=owner, tenant=tenant)
         try:
             await self.services.checkpoint.save(
                 Checkpoint(record.run_id, 1, record.to_state(), record.created_at, CheckpointStatus.RUNNING)

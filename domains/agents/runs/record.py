@@ -36,6 +36,8 @@ class RunRecord:
     input: str
     max_cost_usd: str | None = None
     max_calls: int | None = None
+    owner: str | None = None
+    tenant: str | None = None
     status: CheckpointStatus = CheckpointStatus.RUNNING
     transcript: list[Message] = field(default_factory=list)
     pending: dict[str, Any] | None = None
@@ -60,6 +62,8 @@ class RunRecord:
             "agent": self.agent,
             "input": self.input,
             "budget": {"max_cost_usd": self.max_cost_usd, "max_calls": self.max_calls},
+            "owner": self.owner,
+            "tenant": self.tenant,
             "transcript": [message_json(m) for m in self.transcript],
             "pending": self.pending,
             "usage": usage_json(self.usage),
@@ -84,6 +88,8 @@ class RunRecord:
             input=state["input"],
             max_cost_usd=budget.get("max_cost_usd"),
             max_calls=budget.get("max_calls"),
+            owner=state.get("owner"),
+            tenant=state.get("tenant"),
             status=checkpoint.status,
             transcript=[message_from(m) for m in state.get("transcript", [])],
             pending=state.get("pending"),
@@ -106,6 +112,8 @@ class RunRecord:
             "id": self.run_id,
             "agent": self.agent,
             "input": self.input,
+            "owner": self.owner,
+            "tenant": self.tenant,
             "status": str(self.status),
             "reason": self.reason,
             "error": self.error,

@@ -163,10 +163,15 @@ def call(call_id: str, name: str, **arguments: Any) -> dict[str, Any]:
 
 
 async def collect_events(
-    client: httpx.AsyncClient, run_id: str, *, last_event_id: str | None = None, until: str = "final"
+    client: httpx.AsyncClient,
+    run_id: str,
+    *,
+    last_event_id: str | None = None,
+    until: str = "final",
+    headers: Mapping[str, str] | None = None,
 ) -> list[dict[str, Any]]:
     """The run's events (from ``last_event_id`` on) up to and including the first of kind ``until``."""
-    headers = {"Last-Event-ID": last_event_id} if last_event_id else {}
+    headers = {**(headers or {}), **({"Last-Event-ID": last_event_id} if last_event_id else {})}
     collected: list[dict[str, Any]] = []
     async with asyncio.timeout(WAIT_LIMIT):
         async with client.stream("GET", f"/agents/runs/{run_id}/events", headers=headers) as response:
