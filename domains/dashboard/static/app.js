@@ -159,6 +159,33 @@
     $("main").focus();
   });
 
+  // A username and password are exchanged for a token at /users/login (the users domain).
+  $("login-form").addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const failure = $("login-error");
+    failure.hidden = true;
+    const password = $("login-password");
+    let response;
+    try {
+      response = await fetch("/users/login", {
+        method: "POST",
+        headers: { "Content-Type": "application/json" },
+        body: JSON.stringify({ username: $("login-username").value.trim(), password: password.value }),
+      });
+    } catch (error) {
+      response = null;
+    }
+    password.value = "";
+    const body = response ? await response.json().catch(() => ({})) : {};
+    if (!response || !response.ok || !body.access_token) {
+      failure.textContent = (body.error && body.error.message) || "Signing in failed; try again.";
+      failure.hidden = false;
+      return;
+    }
+    auth.set(body.access_token);
+    $("main").focus();
+  });
+
   $("forget-token").addEventListener("click", () => {
     auth.set(null);
     streams.forEach((stream) => stream.restart());
