@@ -10,12 +10,21 @@
                                             ``Last-Event-ID``; the stream ends after ``final``
 ``POST /agents/runs/{run_id}/cancel``       202 ``{"status": "cancelling" | "cancelled"}``; 409 when
                                             the run has already ended
+``GET  /agents/usage``                      spend so far against the caps (``AGENTS_SPEND_LIMITS``):
+                                            the caller's user and tenant; an admin may ask for
+                                            ``?user=``/``?tenant=`` and sees every agent's
 ==========================================  =========================================================
 
 **Who may call.** With ``AUTH_SECRET_KEY`` set, every endpoint needs a bearer token, except for
 agents declared ``public``. A run belongs to the token's subject (and its ``tenant`` claim); users
 list, read, follow and cancel their own runs, admins every run, and anyone else is answered 404
 (:mod:`domains.agents.runs.access`). The OpenAPI document names the bearer scheme per operation.
+
+**Spend limits** (:mod:`domains.agents.runs.quota`): caps per user, tenant and agent, per day and
+month, in dollars and tokens, checked before each model call and charged after it through the
+``store`` tool; a start over a cap is a 429 of kind ``quota_exceeded`` with ``Retry-After``, and a
+running run stops at its next model call. A call the model server reports no usage for is charged
+as an estimate, and the run says ``usage_estimated``.
 
 A database or checkpoint store that cannot be reached answers 503. Agents are declared by other
 plugins of this domain (``domains.agents.runs.catalog``). Runs are
@@ -35,36 +44,61 @@ the database, a run whose process was killed is taken over by another within abo
 
 from __future__ import annotations
 
+import math
+import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from core import (
     BasePlugin,
+    ForbiddenError,
     InvalidInputError,
     NotFoundError,
     ServiceUnavailableError,
     ToolUnavailableError,
+    TooManyRequestsError,
 )
+from core.contracts.middleware import Middleware
+from core.errors import ErrorKind
 from core.settings import env_float
 from domains.agents.models.runs import StartRunRequest
 from domains.agents.runs.access import Caller, auth_required, check_run, token_required
-from domains.agents.runs.catalog import catalog_for
+from domains.agents.runs.catalog import AgentSpec, catalog_for
 from domains.agents.runs.execution import RunServices
 from domains.agents.runs.index import DEFAULT_LEASE_SECONDS, RunIndex
 from domains.agents.runs.manager import RunManager, RunSettings
+from domains.agents.runs.quota import Payer, QuotaExceeded, SpendLedger, load_caps, spend_policy
+from domains.agents.runs.record import RunRecord
 from domains.agents.runs.tracing import trace_for
 
 TAGS = ["agents"]
 MAX_LIST = 200
 
 
+class QuotaExceededError(TooManyRequestsError):
+    """429: a spend cap is reached; ``Retry-After`` says when it resets."""
+
+    kind = ErrorKind.QUOTA_EXCEEDED
+
+
 class AgentRunsPlugin(BasePlugin):
     def __init__(
-        self, http: Any, checkpoint: Any, db: Any, container: Any, store: Any = None, telemetry: Any = None
+        self,
+        http: Any,
+        checkpoint: Any,
+        db: Any,
+        container: Any,
+        store: Any = None,
+        telemetry: Any = None,
+        registry: Any = None,
     ) -> None:
         self.http = http
+        self.registry = registry
         self.catalog = catalog_for(container)
+        self.ledger = SpendLedger(store, load_caps())
+        if self.ledger.caps and store is None:
+            raise ValueError("AGENTS_SPEND_LIMITS needs the store tool to count spend in")
         self.manager = RunManager(
             catalog=self.catalog,
             index=RunIndex(db, lease_seconds=_lease_seconds()),
@@ -74,6 +108,7 @@ class AgentRunsPlugin(BasePlugin):
                 trace=trace_for(telemetry),
                 model_retries=max(1, int(env_float("AGENTS_MODEL_RETRIES", 3))),
                 tool_record_ttl=env_float("AGENTS_TOOL_RECORD_TTL_SECONDS", 7 * 24 * 3600.0) or None,
+                chat_policies=self._policies,
             ),
             settings=RunSettings(
                 resume_wait=env_float("AGENTS_RESUME_WAIT_SECONDS", 30.0),
@@ -106,7 +141,18 @@ class AgentRunsPlugin(BasePlugin):
         http.add_endpoint(
             "/agents/runs/{run_id}/cancel", "POST", self.cancel, tags=TAGS, status_code=202, auth=some
         )
+        http.add_endpoint("/agents/usage", "GET", self.usage, tags=TAGS, auth=every)
+        if self.registry is not None:
+            self.registry.set_domain_metadata("agents", "spend_limits", self.ledger.describe())
         self.manager.start_resuming()
+
+    def _policies(self, record: RunRecord, spec: AgentSpec) -> list[Middleware]:
+        def estimated() -> None:
+            record.estimated_calls += 1
+
+        payer = Payer(record.owner, record.tenant, record.agent)
+        price = getattr(spec.llm, "cost", None)
+        return [spend_policy(self.ledger, payer, price=price, on_estimate=estimated)]
 
     def caller(self, context: dict[str, Any]) -> Caller:
         return Caller.of(context.get("identity"), protected=self.protected)
@@ -141,6 +187,11 @@ class AgentRunsPlugin(BasePlugin):
         if caller.anonymous and (spec is None or not spec.public):
             raise token_required("run this agent")
         with _answerable():
+            try:
+                await self.ledger.check(Payer(caller.subject, caller.tenant, data["name"]))
+            except QuotaExceeded as exc:
+                wait = max(1, math.ceil(exc.resets_at - time.time()))
+                raise QuotaExceededError(exc.reason, retry_after=wait) from None
             record = await self.manager.start(
                 data["name"],
                 request.input,
@@ -189,6 +240,24 @@ class AgentRunsPlugin(BasePlugin):
         with _answerable():
             await self._checked(data["run_id"], context)
             return await self.manager.cancel(data["run_id"])
+
+    async def usage(self, data: dict[str, Any], context: dict[str, Any]) -> dict[str, Any]:
+        """Spend so far against the spend caps: the caller's (an admin's: any user, tenant, agent)."""
+        caller = self.caller(context)
+        user, tenant = data.get("user"), data.get("tenant")
+        if (user is not None or tenant is not None) and not caller.admin:
+            raise ForbiddenError("only an admin may read another user's or tenant's spend")
+        wanted = [("user", user if isinstance(user, str) else caller.subject or "anonymous")]
+        tenant = tenant if isinstance(tenant, str) else caller.tenant
+        if tenant:
+            wanted.append(("tenant", tenant))
+        if caller.admin:
+            wanted += [("agent", spec.agent.name) for spec in self.catalog.specs()]
+        rows: list[dict[str, Any]] = []
+        with _answerable():
+            for scope, name in wanted:
+                rows += await self.ledger.usage(scope, name)
+        return {"caps": self.ledger.describe(), "usage": rows}
 
 
 def _lease_seconds() -> float:

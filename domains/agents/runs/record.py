@@ -44,6 +44,7 @@ class RunRecord:
     usage: Usage = field(default_factory=Usage)
     cost_usd: str = "0.000000"
     model_calls: int = 0
+    estimated_calls: int = 0
     events: list[dict[str, Any]] = field(default_factory=list)
     epoch: int = 0
     output: str | None = None
@@ -69,6 +70,7 @@ class RunRecord:
             "usage": usage_json(self.usage),
             "cost_usd": self.cost_usd,
             "model_calls": self.model_calls,
+            "estimated_calls": self.estimated_calls,
             "events": self.events,
             "epoch": self.epoch,
             "output": self.output,
@@ -96,6 +98,7 @@ class RunRecord:
             usage=usage_from(state.get("usage") or {}),
             cost_usd=state.get("cost_usd", "0.000000"),
             model_calls=state.get("model_calls", 0),
+            estimated_calls=state.get("estimated_calls", 0),
             events=list(state.get("events", [])),
             epoch=state.get("epoch", 0),
             output=state.get("output"),
@@ -121,6 +124,8 @@ class RunRecord:
             "usage": usage_json(self.usage),
             "cost_usd": self.cost_usd,
             "model_calls": self.model_calls,
+            "usage_estimated": self.estimated_calls > 0,
+            "estimated_calls": self.estimated_calls,
             "budget": {"max_cost_usd": self.max_cost_usd, "max_calls": self.max_calls},
             "version": self.version,
             "versions": versions,

@@ -29,6 +29,7 @@ from tests.kit import PROJECT, make_root, sse_events, until, write
 WAIT_LIMIT = 20.0
 
 SCRIPTED_LLM_TOOL = """
+    import dataclasses
     import json
     import os
 
@@ -53,9 +54,10 @@ SCRIPTED_LLM_TOOL = """
         async def stream(self, *, messages, model, tools=None, response_format=None, temperature=None,
                          max_tokens=None, cache_hint=None):
             self.requests.append(list(messages))
+            no_usage = os.environ.get("FAKE_LLM_NO_USAGE") == "1"  # a server that reports none
             try:
                 async for delta in self.fake.stream(messages=messages, model=model, tools=tools):
-                    yield delta
+                    yield dataclasses.replace(delta, usage=None) if no_usage else delta
             except ScriptExhausted as exc:
                 raise RuntimeError(str(exc)) from None
 
