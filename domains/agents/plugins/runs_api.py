@@ -10,6 +10,9 @@
                                             ``Last-Event-ID``; the stream ends after ``final``
 ``POST /agents/runs/{run_id}/cancel``       202 ``{"status": "cancelling" | "cancelled"}``; 409 when
                                             the run has already ended
+``POST /agents/runs/{run_id}/approval``     ``{"approve": bool, "arguments"?, "reason"?}`` -> 202: decide
+                                            the tool call a ``suspended`` run waits on; 409 when
+                                            it waits on none
 ``GET  /agents/usage``                      spend so far against the caps (``AGENTS_SPEND_LIMITS``):
                                             the caller's user and tenant; an admin may ask for
                                             ``?user=``/``?tenant=`` and sees every agent's
@@ -25,6 +28,10 @@ month, in dollars and tokens, checked before each model call and charged after i
 ``store`` tool; a start over a cap is a 429 of kind ``quota_exceeded`` with ``Retry-After``, and a
 running run stops at its next model call. A call the model server reports no usage for is charged
 as an estimate, and the run says ``usage_estimated``.
+
+**Human approval** (:mod:`domains.agents.runs.approval`): a tool declared ``requires_approval``
+suspends its run (an ``interrupt`` event, checkpoint ``suspended``) until the owner or an admin
+decides through ``/approval`` on any process, or ``AGENTS_APPROVAL_TIMEOUT_SECONDS`` pass.
 
 A database or checkpoint store that cannot be reached answers 503. Agents are declared by other
 plugins of this domain (``domains.agents.runs.catalog``). Runs are
@@ -45,6 +52,7 @@ the database, a run whose process was killed is taken over by another within abo
 from __future__ import annotations
 
 import math
+import os
 import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
@@ -52,6 +60,7 @@ from typing import Any
 
 from core import (
     BasePlugin,
+    ConflictError,
     ForbiddenError,
     InvalidInputError,
     NotFoundError,
@@ -60,12 +69,14 @@ from core import (
     TooManyRequestsError,
 )
 from core.contracts.middleware import Middleware
+from core.contracts.ports import CheckpointStatus
 from core.errors import ErrorKind
 from core.settings import env_float
-from domains.agents.models.runs import StartRunRequest
+from domains.agents.models.runs import ApprovalRequest, StartRunRequest
 from domains.agents.runs.access import Caller, auth_required, check_run, token_required
+from domains.agents.runs.approval import approval_key, approval_policy, awaiting, decide
 from domains.agents.runs.catalog import AgentSpec, catalog_for
-from domains.agents.runs.execution import RunServices
+from domains.agents.runs.execution import RunExecution, RunServices
 from domains.agents.runs.index import DEFAULT_LEASE_SECONDS, RunIndex
 from domains.agents.runs.manager import RunManager, RunSettings
 from domains.agents.runs.quota import Payer, QuotaExceeded, SpendLedger, load_caps, spend_policy
@@ -95,6 +106,13 @@ class AgentRunsPlugin(BasePlugin):
     ) -> None:
         self.http = http
         self.registry = registry
+        self.store = store
+        self.approval_timeout = env_float("AGENTS_APPROVAL_TIMEOUT_SECONDS", 86_400.0)
+        on_timeout = os.environ.get("AGENTS_APPROVAL_ON_TIMEOUT", "deny").strip().lower() or "deny"
+        if on_timeout not in ("deny", "approve"):
+            raise ValueError(f"AGENTS_APPROVAL_ON_TIMEOUT must be deny or approve, got {on_timeout!r}")
+        self.approve_on_timeout = on_timeout == "approve"
+        self.record_ttl = env_float("AGENTS_TOOL_RECORD_TTL_SECONDS", 7 * 24 * 3600.0) or None
         self.catalog = catalog_for(container)
         self.ledger = SpendLedger(store, load_caps())
         if self.ledger.caps and store is None:
@@ -109,6 +127,7 @@ class AgentRunsPlugin(BasePlugin):
                 model_retries=max(1, int(env_float("AGENTS_MODEL_RETRIES", 3))),
                 tool_record_ttl=env_float("AGENTS_TOOL_RECORD_TTL_SECONDS", 7 * 24 * 3600.0) or None,
                 chat_policies=self._policies,
+                tool_policies=self._tool_policies,
             ),
             settings=RunSettings(
                 resume_wait=env_float("AGENTS_RESUME_WAIT_SECONDS", 30.0),
@@ -141,10 +160,29 @@ class AgentRunsPlugin(BasePlugin):
         http.add_endpoint(
             "/agents/runs/{run_id}/cancel", "POST", self.cancel, tags=TAGS, status_code=202, auth=some
         )
+        http.add_endpoint(
+            "/agents/runs/{run_id}/approval",
+            "POST",
+            self.approval,
+            request_model=ApprovalRequest,
+            tags=TAGS,
+            status_code=202,
+            auth=some,
+        )
         http.add_endpoint("/agents/usage", "GET", self.usage, tags=TAGS, auth=every)
         if self.registry is not None:
             self.registry.set_domain_metadata("agents", "spend_limits", self.ledger.describe())
         self.manager.start_resuming()
+
+    def _tool_policies(self, execution: RunExecution) -> list[Middleware]:
+        policy = approval_policy(
+            execution,
+            self.store,
+            timeout=self.approval_timeout,
+            on_timeout_approve=self.approve_on_timeout,
+            poll=self.manager.settings.poll,
+        )
+        return [policy]
 
     def _policies(self, record: RunRecord, spec: AgentSpec) -> list[Middleware]:
         def estimated() -> None:
@@ -240,6 +278,31 @@ class AgentRunsPlugin(BasePlugin):
         with _answerable():
             await self._checked(data["run_id"], context)
             return await self.manager.cancel(data["run_id"])
+
+    async def approval(self, data: dict[str, Any], context: dict[str, Any]) -> dict[str, Any]:
+        """Approve or deny the tool call a suspended run waits on (the owner or an admin)."""
+        request: ApprovalRequest = context["model"]
+        run_id = data["run_id"]
+        with _answerable():
+            await self._checked(run_id, context)
+            record = await self.manager.record_of(run_id)
+            if record.status != CheckpointStatus.SUSPENDED or awaiting(record.pending) is None:
+                raise ConflictError(f"agent run {run_id} is not waiting for an approval ({record.status})")
+            if self.store is None:
+                raise ServiceUnavailableError("approvals need the store tool")
+            key = str((record.pending or {})["key"])
+            if isinstance(await self.store.get(approval_key(key)), dict):
+                raise ConflictError(f"agent run {run_id}: this call has already been decided")
+            decision = await decide(
+                self.store,
+                key,
+                approve=request.approve,
+                by=self.caller(context).subject,
+                arguments=request.arguments,
+                reason=request.reason,
+                ttl=self.record_ttl,
+            )
+        return {"id": run_id, "status": "approved" if request.approve else "denied", "decision": decision}
 
     async def usage(self, data: dict[str, Any], context: dict[str, Any]) -> dict[str, Any]:
         """Spend so far against the spend caps: the caller's (an admin's: any user, tenant, agent)."""

@@ -65,6 +65,8 @@ class RunServices:
     tool_record_ttl: float | None = 7 * 24 * 3600.0
     # Extra chat middlewares for one run, innermost (nearest the model): spend limits, say.
     chat_policies: Callable[[RunRecord, AgentSpec], Sequence[Middleware]] | None = None
+    # Extra tool middlewares for one run, innermost: human approval, say.
+    tool_policies: Callable[[RunExecution], Sequence[Middleware]] | None = None
 
 
 class RunExecution:
@@ -115,6 +117,7 @@ class RunExecution:
                 meter(),
                 tracing(),
                 record_tool_results(services.store, ttl=services.tool_record_ttl),
+                *(services.tool_policies(self) if services.tool_policies else ()),
             ],
         )
         return RunContext(

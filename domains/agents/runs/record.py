@@ -124,6 +124,7 @@ class RunRecord:
             "usage": usage_json(self.usage),
             "cost_usd": self.cost_usd,
             "model_calls": self.model_calls,
+            "awaiting_approval": (self.pending or {}).get("awaiting_approval"),
             "usage_estimated": self.estimated_calls > 0,
             "estimated_calls": self.estimated_calls,
             "budget": {"max_cost_usd": self.max_cost_usd, "max_calls": self.max_calls},

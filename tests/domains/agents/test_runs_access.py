@@ -88,6 +88,8 @@ async def test_anonymous_callers_get_401_except_on_public_agents(service: tuple[
         await client.get("/agents/runs/no-such-run"),
         await client.get(f"/agents/runs/{run_id}/events"),
         await client.post(f"/agents/runs/{run_id}/cancel"),
+        await client.post(f"/agents/runs/{run_id}/approval", json={"approve": True}),
+        await client.get("/agents/usage"),
     ]
     assert [r.status_code for r in refused] == [401] * len(refused)
     assert all(r.headers["www-authenticate"].startswith("Bearer") for r in refused)
@@ -114,6 +116,7 @@ async def test_anonymous_callers_get_401_except_on_public_agents(service: tuple[
         ("/agents/runs/{run_id}", "get"),
         ("/agents/runs/{run_id}/events", "get"),
         ("/agents/runs/{run_id}/cancel", "post"),
+        ("/agents/runs/{run_id}/approval", "post"),
     ):
         assert schema["paths"][path][method]["security"] == [{"bearerAuth": []}, {}], path
 
@@ -135,10 +138,13 @@ async def test_a_user_sees_only_their_runs_and_an_admin_sees_all(
         await client.get(f"/agents/runs/{bobs}", headers=ann),
         await client.get(f"/agents/runs/{bobs}/events", headers=ann),
         await client.post(f"/agents/runs/{bobs}/cancel", headers=ann),
+        await client.post(f"/agents/runs/{bobs}/approval", json={"approve": True}, headers=ann),
     ):
         assert attempt.status_code == 404, attempt.text
         assert attempt.json()["error"]["kind"] == "not_found"
     assert (await client.get(f"/agents/runs/{bobs}", headers=bob)).json()["status"] == "running"
+    not_waiting = await client.post(f"/agents/runs/{bobs}/approval", json={"approve": True}, headers=bob)
+    assert not_waiting.status_code == 409  # his own run, but it waits on no approval
 
     def ids(response: httpx.Response) -> list[str]:
         assert response.status_code == 200, response.text
