@@ -35,8 +35,11 @@ async def test_a_cap_is_shared_by_two_kernels_through_redis(
     monkeypatch.setenv("STORE_URL", redis_namespace.url)
     monkeypatch.setenv("STORE_KEY_PREFIX", redis_namespace.prefix)
     monkeypatch.setenv("AGENTS_SPEND_LIMITS", json.dumps({"user": {"day": {"usd": "0.00025"}}}))
-    first, second = agents_root(tmp_path, name="a"), agents_root(tmp_path, name="b")
-    async with serving(first) as (_, url_a), serving(second) as (_, url_b):
+    tools = ("http", "db", "checkpoint", "store", "system")
+    first, second = agents_root(tmp_path, tools=tools, name="a"), agents_root(tmp_path, tools=tools, name="b")
+    async with serving(first) as (kernel, url_a), serving(second) as (_, url_b):
+        dumped = kernel.registry.get_system_dump()["domains"]["agents"]["spend_limits"]
+        assert dumped == [{"scope": "user", "period": "day", "usd": "0.00025", "tokens": None}]
         async with httpx.AsyncClient(base_url=url_a) as a, httpx.AsyncClient(base_url=url_b) as b:
             done = await a.post("/agents/products/runs", json={"input": "lamp?"})
             final = (await collect_events(a, done.json()["id"]))[-1]["data"]
