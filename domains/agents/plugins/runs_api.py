@@ -13,6 +13,8 @@
 ``POST /agents/runs/{run_id}/approval``     ``{"approve": bool, "arguments"?, "reason"?}`` -> 202: decide
                                             the tool call a ``suspended`` run waits on; 409 when
                                             it waits on none
+``GET  /agents/approvals``                  the runs waiting for a human's approval (the caller's;
+                                            an admin's: all), with what each asks
 ``GET  /agents/usage``                      spend so far against the caps (``AGENTS_SPEND_LIMITS``):
                                             the caller's user and tenant; an admin may ask for
                                             ``?user=``/``?tenant=`` and sees every agent's
@@ -169,6 +171,7 @@ class AgentRunsPlugin(BasePlugin):
             status_code=202,
             auth=some,
         )
+        http.add_endpoint("/agents/approvals", "GET", self.approvals, tags=TAGS, auth=every)
         http.add_endpoint("/agents/usage", "GET", self.usage, tags=TAGS, auth=every)
         if self.registry is not None:
             self.registry.set_domain_metadata("agents", "spend_limits", self.ledger.describe())
@@ -303,6 +306,35 @@ class AgentRunsPlugin(BasePlugin):
                 ttl=self.record_ttl,
             )
         return {"id": run_id, "status": "approved" if request.approve else "denied", "decision": decision}
+
+    async def approvals(self, data: dict[str, Any], context: dict[str, Any]) -> dict[str, Any]:
+        """The runs waiting for a human's approval, among the newest runs in flight."""
+        caller = self.caller(context)
+        waiting: list[dict[str, Any]] = []
+        with _answerable():
+            rows = await self.manager.index.recent(MAX_LIST, subject=caller.subject, everyone=caller.admin)
+            for row in rows:
+                if row["status"] != "running":
+                    continue
+                try:
+                    record = await self.manager.record_of(str(row["id"]))
+                except NotFoundError:
+                    continue
+                asked = awaiting(record.pending)
+                if record.status != CheckpointStatus.SUSPENDED or asked is None:
+                    continue
+                waiting.append(
+                    {
+                        "id": record.run_id,
+                        "agent": record.agent,
+                        "owner": record.owner,
+                        "question": asked.get("question"),
+                        "tool_call": (record.pending or {}).get("call"),
+                        "asked_at": asked.get("asked_at"),
+                        "expires_at": asked.get("expires_at"),
+                    }
+                )
+        return {"runs": waiting}
 
     async def usage(self, data: dict[str, Any], context: dict[str, Any]) -> dict[str, Any]:
         """Spend so far against the spend caps: the caller's (an admin's: any user, tenant, agent)."""

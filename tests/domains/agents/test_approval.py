@@ -91,6 +91,8 @@ async def test_a_run_suspends_and_pays_with_the_edited_amount_once_approved(
     assert asked["tool_call"]["arguments"] == {"to": "ada", "amount": 500}
     assert seen["run"]["awaiting_approval"]["question"] == "pay 500 euros to ada?"
     assert files.sent() == []  # nothing paid while waiting
+    (listed,) = (await client.get("/agents/approvals")).json()["runs"]
+    assert (listed["id"], listed["question"]) == (run_id, "pay 500 euros to ada?")
 
     early = await client.post(f"/agents/runs/{run_id}/approval", json={"approve": "maybe"})
     assert early.status_code == 422
@@ -103,6 +105,7 @@ async def test_a_run_suspends_and_pays_with_the_edited_amount_once_approved(
     assert kinds.index("interrupt") < kinds.index("approval") < kinds.index("tool_result")
     assert events[-1]["data"]["status"] == "completed"
     assert files.sent() == ["ada 450"]
+    assert (await client.get("/agents/approvals")).json()["runs"] == []
     again = await client.post(f"/agents/runs/{run_id}/approval", json={"approve": True})
     assert again.status_code == 409
 

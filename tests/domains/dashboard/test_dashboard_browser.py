@@ -348,3 +348,34 @@ async def test_the_page_signs_in_with_an_admin_username_and_password(
         await expect(page.locator("#dashboard")).to_be_visible(timeout=WAIT_MS)
         await expect(page.locator('[data-tool="auth"]')).to_contain_text("OK", timeout=WAIT_MS)
         assert not [url for url in watch.urls() if "password" in url]
+
+
+async def test_the_page_lists_agent_runs_waiting_for_approval(
+    tmp_path: Path, browser: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.domains.agents.agents_kit import agents_root, wait_for_status
+    from tests.domains.agents.test_approval import PAY, PAYMENTS_PLUGIN
+
+    monkeypatch.setenv("FAKE_LLM_SCRIPT", PAY)
+    monkeypatch.setenv("SENT_LOG", str(tmp_path / "sent.log"))
+    root = agents_root(
+        tmp_path,
+        tools=("http", "db", "checkpoint", "store", "logger", "system"),
+        domains=("system", "dashboard"),
+        example=False,
+        plugins={"payments.py": PAYMENTS_PLUGIN},
+    )
+    async with serving(root) as (kernel, base_url), httpx.AsyncClient(base_url=base_url) as client:
+        page = await browser.new_page()
+        watch = PageWatch(page)
+        await page.goto(f"{base_url}/system/")
+        await expect(page.locator('[data-tool="http"]')).to_contain_text("OK", timeout=WAIT_MS)
+        await expect(page.locator("#approvals-panel")).to_be_hidden()
+        run_id = (await client.post("/agents/payments/runs", json={"input": "pay ada"})).json()["id"]
+        await wait_for_status(client, run_id, ["suspended"])
+        waiting = page.locator(f'#approvals [data-run="{run_id}"]')
+        await expect(waiting).to_contain_text("pay 500 euros to ada?", timeout=WAIT_MS)
+        await expect(waiting).to_contain_text('pay({"to":"ada","amount":500})')
+        await client.post(f"/agents/runs/{run_id}/approval", json={"approve": False})
+        await expect(page.locator("#approvals-panel")).to_be_hidden(timeout=WAIT_MS)
+        assert watch.errors == []

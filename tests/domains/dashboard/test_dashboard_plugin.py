@@ -114,6 +114,7 @@ def test_no_file_of_the_page_names_another_host() -> None:
         "/system/dashboard/info",
         "/system/logs/stream",
         "/system/events/stream",
+        "/agents/approvals",  # shown when the agents domain is served
     }
 
 
