@@ -62,6 +62,7 @@ class ErrorKind(StrEnum):
     INVALID = "invalid"
     UNAVAILABLE = "unavailable"
     RATE_LIMITED = "rate_limited"
+    QUOTA_EXCEEDED = "quota_exceeded"
     BAD_REQUEST = "bad_request"
     METHOD_NOT_ALLOWED = "method_not_allowed"
     INTERNAL = "internal"

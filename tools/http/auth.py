@@ -2,9 +2,12 @@
 
 The http tool verifies no token itself: the auth tool (or a plugin) installs a validator,
 ``validator(token) -> dict`` (sync or async) returning the verified claims or raising. Each
-endpoint declares one of three modes:
+endpoint declares one of four modes:
 
 - ``auth=False``: anyone; ``context["identity"]`` stays ``None``.
+- ``auth="optional"``: anyone, but a bearer token that is sent is verified (a bad one is a 401)
+  and its claims are ``context["identity"]``; without one, or without a validator installed, the
+  identity is ``None``. For handlers that decide themselves what an anonymous caller may do.
 - ``auth=True``: a valid bearer token is required. Without a validator installed the endpoint
   answers 503 (authentication is not configured), never an open door.
 - ``auth="admin"``: a valid token whose claims make ``is_admin`` true: ``claims["admin"] is True``
@@ -33,14 +36,15 @@ log = logging.getLogger("keel.http")
 
 AuthMode = bool | str
 ADMIN = "admin"
+OPTIONAL = "optional"
 Validator = Callable[[str], Any]
 AdminCheck = Callable[[Mapping[str, Any]], bool]
 
 
 def check_mode(auth: object) -> AuthMode:
-    if auth is True or auth is False or auth == ADMIN:
+    if auth is True or auth is False or auth == ADMIN or auth == OPTIONAL:
         return auth
-    raise ValueError(f"auth must be False, True or {ADMIN!r}, got {auth!r}")
+    raise ValueError(f"auth must be False, True, {OPTIONAL!r} or {ADMIN!r}, got {auth!r}")
 
 
 def is_admin(identity: Mapping[str, Any]) -> bool:
@@ -80,6 +84,8 @@ class AuthGate:
     async def identify(self, mode: AuthMode, token: str | None) -> dict[str, Any] | None:
         """The verified claims for an endpoint of ``mode``, or raise the request error to answer."""
         validator = self.validator
+        if mode == OPTIONAL and (validator is None or token is None):
+            return None
         if validator is None:
             if mode == ADMIN:
                 return None

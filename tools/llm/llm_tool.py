@@ -111,6 +111,14 @@ class LlmTool(ChatFromStream, BaseTool):
         """The model a call with ``model=""`` uses: ``LLM_MODEL``, ``echo`` for the echo provider."""
         return self._config.default_model if self._config is not None else ""
 
+    def cost(self, model: str, input_tokens: int, output_tokens: int) -> float | None:
+        """What ``input_tokens`` in and ``output_tokens`` out cost on ``model`` by ``LLM_PRICES``,
+        or ``None`` when the table does not price it (used to price an estimate of a call the
+        server reported no usage for)."""
+        if self._config is None or self._config.prices.price_for(model or self.default_model) is None:
+            return None
+        return self._config.prices.cost(model or self.default_model, input_tokens, output_tokens)
+
     # -- LLMPort -----------------------------------------------------------------------------------
 
     async def stream(

@@ -9,6 +9,7 @@ refused, so a misspelt ``max_cost`` is an error instead of an unlimited budget.
 from __future__ import annotations
 
 from decimal import Decimal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -29,3 +30,14 @@ class StartRunRequest(BaseModel):
 
     input: str = Field(min_length=1, max_length=100_000)
     budget: RunBudget | None = None
+
+
+class ApprovalRequest(BaseModel):
+    """``POST /agents/runs/{run_id}/approval``: approve or deny the tool call the run waits on,
+    optionally with edited ``arguments`` (the tool then runs with those instead)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    approve: bool
+    arguments: dict[str, Any] | None = None
+    reason: str | None = Field(default=None, max_length=1000)

@@ -6,6 +6,10 @@ reached through that kernel's container (``catalog_for(container)``), so two ker
 process (a test suite, a restart) never share agents, and a plugin needs nothing but the
 ``container`` it can already have injected.
 
+When auth is on, running an agent needs a bearer token; ``declare(..., public=True)`` opens one
+agent to anonymous callers on purpose (their runs have no owner: whoever holds the run id may
+follow it).
+
 Rules: a name belongs to the plugin that declared it (``current_plugin_var`` at the time); the same
 plugin declaring it again replaces it (a reload), another plugin declaring it is a ``ValueError``
 naming both. ``withdraw`` forgets it (call it from ``on_shutdown``). ``wait_for`` lets a run that is
@@ -33,6 +37,7 @@ class AgentSpec:
     llm: LLMPort
     description: str = ""
     owner: str | None = None
+    public: bool = False
 
     def view(self) -> dict[str, Any]:
         cognition = self.agent.cognition
@@ -44,6 +49,7 @@ class AgentSpec:
             "cognition": type(cognition).__name__,
             "tools": tools,
             "declared_by": self.owner,
+            "public": self.public,
         }
 
 
@@ -53,8 +59,8 @@ class AgentCatalog:
         self._lock = threading.Lock()  # a plugin's plain on_boot declares from a worker thread
         self._waiters: dict[str, list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]]] = {}
 
-    def declare(self, agent: Agent, *, llm: LLMPort, description: str = "") -> None:
-        """Offer ``agent`` under its name; its runs call ``llm``."""
+    def declare(self, agent: Agent, *, llm: LLMPort, description: str = "", public: bool = False) -> None:
+        """Offer ``agent`` under its name; its runs call ``llm``; ``public`` runs need no token."""
         owner = current_plugin_var.get()
         with self._lock:
             existing = self._specs.get(agent.name)
@@ -63,7 +69,7 @@ class AgentCatalog:
                     f"agent {agent.name!r} is already declared by {existing.owner or 'another caller'}; "
                     f"{owner or 'this caller'} cannot declare it too"
                 )
-            self._specs[agent.name] = AgentSpec(agent, llm, description, owner)
+            self._specs[agent.name] = AgentSpec(agent, llm, description, owner, public)
             waiters = self._waiters.pop(agent.name, [])
         for loop, waiter in waiters:
             try:

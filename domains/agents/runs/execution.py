@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass
 from decimal import Decimal
@@ -37,6 +38,7 @@ from typing import Any
 from core.agents import AgentResult, AgentRun, ReActCognition, StopReason
 from core.agents.cognition import Cognition
 from core.contracts.genai import usage_attributes
+from core.contracts.middleware import Middleware
 from core.contracts.ports import Checkpoint, CheckpointPort, CheckpointStatus, StorePort, TracePort
 from core.contracts.types import Message, Role, StreamEvent, StreamEventKind, Usage
 from core.execution.cancellation import CancellationToken, Cancelled
@@ -62,6 +64,10 @@ class RunServices:
     trace: TracePort
     model_retries: int = 3
     tool_record_ttl: float | None = 7 * 24 * 3600.0
+    # Extra chat middlewares for one run, innermost (nearest the model): spend limits, say.
+    chat_policies: Callable[[RunRecord, AgentSpec], Sequence[Middleware]] | None = None
+    # Extra tool middlewares for one run, innermost: human approval, say.
+    tool_policies: Callable[[RunExecution], Sequence[Middleware]] | None = None
 
 
 class RunExecution:
@@ -103,11 +109,16 @@ class RunExecution:
             budget.usage = record.usage
         invoker = Invoker(
             llm=self.spec.llm,
-            chat_middleware=[retry(services.model_retries), meter()],
+            chat_middleware=[
+                retry(services.model_retries),
+                meter(),
+                *(services.chat_policies(record, self.spec) if services.chat_policies else ()),
+            ],
             tool_middleware=[
                 meter(),
                 tracing(),
                 record_tool_results(services.store, ttl=services.tool_record_ttl),
+                *(services.tool_policies(self) if services.tool_policies else ()),
             ],
         )
         return RunContext(

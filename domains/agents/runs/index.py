@@ -53,12 +53,21 @@ class RunIndex:
     def _now(self) -> str:
         return _NOW.get(str(self._db.dialect), _NOW["sqlite"])
 
-    async def add(self, run_id: str, agent: str, created_at: float) -> None:
-        """Index a new run, leased to this process."""
+    async def add(
+        self,
+        run_id: str,
+        agent: str,
+        created_at: float,
+        *,
+        owner: str | None = None,
+        tenant: str | None = None,
+    ) -> None:
+        """Index a new run of ``owner`` (the caller's subject, or None), leased to this process."""
         await self._db.execute(
-            "INSERT INTO agent_runs (id, agent, status, created_at, updated_at, owner, lease_expires_at) "
-            f"VALUES ($1, $2, $3, $4, $4, $5, {self._now} + $6)",
-            [run_id, agent, RUNNING, created_at, self.owner, self.lease_seconds],
+            "INSERT INTO agent_runs (id, agent, status, created_at, updated_at, owner, lease_expires_at,"
+            " subject, tenant) "
+            f"VALUES ($1, $2, $3, $4, $4, $5, {self._now} + $6, $7, $8)",
+            [run_id, agent, RUNNING, created_at, self.owner, self.lease_seconds, owner, tenant],
         )
 
     async def set_status(self, run_id: str, status: str) -> None:
@@ -122,15 +131,22 @@ class RunIndex:
 
     # -- reading -------------------------------------------------------------------------------
 
-    async def recent(self, limit: int, agent: str | None = None) -> list[dict[str, Any]]:
-        if agent is None:
-            return await self._db.query(  # type: ignore[no-any-return]
-                "SELECT id, agent, status, created_at, updated_at FROM agent_runs "
-                "ORDER BY created_at DESC LIMIT $1",
-                [limit],
-            )
+    async def recent(
+        self, limit: int, agent: str | None = None, *, subject: str | None = None, everyone: bool = True
+    ) -> list[dict[str, Any]]:
+        """The newest runs, of ``agent`` if given; only ``subject``'s own unless ``everyone``."""
+        where: list[str] = []
+        args: list[Any] = []
+        if agent is not None:
+            args.append(agent)
+            where.append(f"agent = ${len(args)}")
+        if not everyone:
+            args.append(subject)
+            where.append(f"subject = ${len(args)}")
+        args.append(limit)
+        clause = f"WHERE {' AND '.join(where)} " if where else ""
         return await self._db.query(  # type: ignore[no-any-return]
-            "SELECT id, agent, status, created_at, updated_at FROM agent_runs WHERE agent = $1 "
-            "ORDER BY created_at DESC LIMIT $2",
-            [agent, limit],
+            "SELECT id, agent, status, subject AS owner, tenant, created_at, updated_at FROM agent_runs "
+            f"{clause}ORDER BY created_at DESC LIMIT ${len(args)}",
+            args,
         )

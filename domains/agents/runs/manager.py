@@ -107,6 +107,8 @@ class RunManager:
         max_cost_usd: str | None,
         max_calls: int | None,
         run_id: str | None = None,
+        owner: str | None = None,
+        tenant: str | None = None,
     ) -> RunRecord:
         """``run_id`` (default: a new one) lets a caller that must start a run once (a trigger) name
         it; a run id already indexed fails in ``index.add`` and nothing is started."""
@@ -115,9 +117,15 @@ class RunManager:
             known = ", ".join(s.agent.name for s in self.catalog.specs()) or "none"
             raise NotFoundError(f"no agent named {agent!r} is declared (declared: {known})")
         record = RunRecord(
-            run_id or uuid.uuid4().hex, agent, task_input, max_cost_usd=max_cost_usd, max_calls=max_calls
+            run_id or uuid.uuid4().hex,
+            agent,
+            task_input,
+            max_cost_usd=max_cost_usd,
+            max_calls=max_calls,
+            owner=owner,
+            tenant=tenant,
         )
-        await self.index.add(record.run_id, agent, record.created_at)
+        await self.index.add(record.run_id, agent, record.created_at, owner=owner, tenant=tenant)
         try:
             await self.services.checkpoint.save(
                 Checkpoint(record.run_id, 1, record.to_state(), record.created_at, CheckpointStatus.RUNNING)

@@ -62,16 +62,21 @@ async def finish_open_turn(execution: RunExecution, cognition: Cognition) -> Non
             continue
         key = call_key(execution.record.run_id, turn, call.id)
         pending = execution.record.pending
+        asked = None
         if pending is not None and pending.get("key") == key:
+            asked = pending.get("awaiting_approval")
             recorded = await recorded_result(execution.services.store, key)
             if recorded is not None:
                 await _answer(execution, call, recorded["result"], str(recorded["text"]))
                 continue
             tool = tools.get(call.name)
-            if tool is None or getattr(tool, "side_effecting", False):
+            # A call still awaiting a human's approval never started: it is asked about again.
+            if tool is None or (getattr(tool, "side_effecting", False) and asked is None):
                 await _answer(execution, call, UNKNOWN_OUTCOME, UNKNOWN_OUTCOME)
                 continue
         await execution.step(StreamEvent(StreamEventKind.TOOL_CALL, tool_call=call))
+        if asked is not None and execution.record.pending is not None:
+            execution.record.pending["awaiting_approval"] = asked  # the same question and expiry
         value, text = await _run_tool(execution, call, tools)
         await _answer(execution, call, value, text)
 

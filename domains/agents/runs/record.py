@@ -36,12 +36,15 @@ class RunRecord:
     input: str
     max_cost_usd: str | None = None
     max_calls: int | None = None
+    owner: str | None = None
+    tenant: str | None = None
     status: CheckpointStatus = CheckpointStatus.RUNNING
     transcript: list[Message] = field(default_factory=list)
     pending: dict[str, Any] | None = None
     usage: Usage = field(default_factory=Usage)
     cost_usd: str = "0.000000"
     model_calls: int = 0
+    estimated_calls: int = 0
     events: list[dict[str, Any]] = field(default_factory=list)
     epoch: int = 0
     output: str | None = None
@@ -60,11 +63,14 @@ class RunRecord:
             "agent": self.agent,
             "input": self.input,
             "budget": {"max_cost_usd": self.max_cost_usd, "max_calls": self.max_calls},
+            "owner": self.owner,
+            "tenant": self.tenant,
             "transcript": [message_json(m) for m in self.transcript],
             "pending": self.pending,
             "usage": usage_json(self.usage),
             "cost_usd": self.cost_usd,
             "model_calls": self.model_calls,
+            "estimated_calls": self.estimated_calls,
             "events": self.events,
             "epoch": self.epoch,
             "output": self.output,
@@ -84,12 +90,15 @@ class RunRecord:
             input=state["input"],
             max_cost_usd=budget.get("max_cost_usd"),
             max_calls=budget.get("max_calls"),
+            owner=state.get("owner"),
+            tenant=state.get("tenant"),
             status=checkpoint.status,
             transcript=[message_from(m) for m in state.get("transcript", [])],
             pending=state.get("pending"),
             usage=usage_from(state.get("usage") or {}),
             cost_usd=state.get("cost_usd", "0.000000"),
             model_calls=state.get("model_calls", 0),
+            estimated_calls=state.get("estimated_calls", 0),
             events=list(state.get("events", [])),
             epoch=state.get("epoch", 0),
             output=state.get("output"),
@@ -106,6 +115,8 @@ class RunRecord:
             "id": self.run_id,
             "agent": self.agent,
             "input": self.input,
+            "owner": self.owner,
+            "tenant": self.tenant,
             "status": str(self.status),
             "reason": self.reason,
             "error": self.error,
@@ -113,6 +124,9 @@ class RunRecord:
             "usage": usage_json(self.usage),
             "cost_usd": self.cost_usd,
             "model_calls": self.model_calls,
+            "awaiting_approval": (self.pending or {}).get("awaiting_approval"),
+            "usage_estimated": self.estimated_calls > 0,
+            "estimated_calls": self.estimated_calls,
             "budget": {"max_cost_usd": self.max_cost_usd, "max_calls": self.max_calls},
             "version": self.version,
             "versions": versions,

@@ -283,7 +283,10 @@
     lastGoodPoll = Date.now();
     unreachableSince = null;
     showDisconnected(null);
+    // The agents domain's runs waiting for a human; absent (404) when that domain is not served.
+    const approvals = await getJSON("/agents/approvals").catch(() => null);
     try {
+      renderApprovals(approvals);
       renderHeader(status);
       renderSummary(status, health, metrics.summary || {});
       renderStatus(status);
@@ -316,6 +319,21 @@
     const logs = streams.get("logs");
     if (logs && logs.state !== "live") setConnection("partial", "Reconnecting the log stream…");
     else setConnection("live", `Live · updated ${clockTime(lastGoodPoll / 1000).slice(0, 8)}`);
+  }
+
+  function renderApprovals(body) {
+    const runs = (body && Array.isArray(body.runs)) ? body.runs : [];
+    $("approvals-panel").hidden = runs.length === 0;
+    const list = $("approvals");
+    list.replaceChildren(...runs.map((run) => {
+      const item = document.createElement("li");
+      item.dataset.run = run.id;
+      const call = run.tool_call ? `${run.tool_call.name}(${JSON.stringify(run.tool_call.arguments)})` : "";
+      const expires = run.expires_at ? ` · expires ${clockTime(run.expires_at).slice(0, 8)}` : "";
+      item.textContent = `${run.agent} · run ${run.id} · ${run.question} ${call}` +
+        ` · owner ${run.owner || "anonymous"}${expires}`;
+      return item;
+    }));
   }
 
   function renderHeader(status) {
@@ -851,7 +869,7 @@
     output.textContent = view.error ? `error: ${view.error}` : text;
     const finished = FINISHED.has(view.status);
     $("run-cancel").hidden = finished;
-    const waiting = view.status === "suspended" || Boolean(view.approval);
+    const waiting = view.status === "suspended" || Boolean(view.awaiting_approval);
     $("run-approve").hidden = !waiting;
     $("run-deny").hidden = !waiting;
   }

@@ -1,23 +1,20 @@
 """``POST /users/register``: create an account (201), or 409 when the username is taken.
 
-The password is hashed by the auth tool (scrypt, in a worker thread) and only the hash is stored;
-neither the password nor the hash is logged, returned or published. The username is stored
-lower-cased. A taken username is detected by the database's unique constraint, not by a prior
-SELECT, so two concurrent registrations of one name cannot both succeed. On success the domain
+Accounts are created by :func:`domains.users.accounts.create_account` (only a scrypt hash is
+stored; neither the password nor the hash is logged, returned or published). Registering gives the
+``user`` role; the first admin is made with ``python main.py users create --admin NAME`` or the
+``KEEL_ADMIN`` bootstrap (``domains/users/plugins/bootstrap_admin.py``). On success the domain
 publishes ``user.registered`` with the new id and username when an event bus is present.
 """
 
 from __future__ import annotations
 
 import inspect
-import uuid
-from datetime import UTC, datetime
 from typing import Any
 
-from core import BasePlugin, ConflictError
+from core import BasePlugin
+from domains.users.accounts import USER_ROLES, create_account
 from domains.users.models.user import RegisterRequest, UserOut
-
-DEFAULT_ROLES = "user"
 
 
 class RegisterUser(BasePlugin):
@@ -41,26 +38,11 @@ class RegisterUser(BasePlugin):
         )
 
     async def register(self, data: dict[str, Any], context: dict[str, Any]) -> UserOut:
-        username = data["username"].lower()
-        password_hash = await self.auth.ahash_password(data["password"])
-        row = {
-            "id": uuid.uuid4().hex,
-            "username": username,
-            "roles": DEFAULT_ROLES,
-            "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        }
-        try:
-            await self.db.execute(
-                "INSERT INTO users (id, username, password_hash, roles, created_at)"
-                " VALUES ($1, $2, $3, $4, $5)",
-                [row["id"], username, password_hash, row["roles"], row["created_at"]],
-            )
-        except Exception as exc:
-            if getattr(exc, "kind", None) == "unique_violation":
-                raise ConflictError(f"the username {username!r} is already taken") from None
-            raise
+        row = await create_account(self.db, self.auth, data["username"], data["password"], USER_ROLES)
         if self.event_bus is not None:
-            published = self.event_bus.publish("user.registered", {"id": row["id"], "username": username})
+            published = self.event_bus.publish(
+                "user.registered", {"id": row["id"], "username": row["username"]}
+            )
             if inspect.isawaitable(published):
                 await published
         return UserOut.from_row(row)

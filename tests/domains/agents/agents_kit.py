@@ -29,6 +29,7 @@ from tests.kit import PROJECT, make_root, sse_events, until, write
 WAIT_LIMIT = 20.0
 
 SCRIPTED_LLM_TOOL = """
+    import dataclasses
     import json
     import os
 
@@ -53,9 +54,10 @@ SCRIPTED_LLM_TOOL = """
         async def stream(self, *, messages, model, tools=None, response_format=None, temperature=None,
                          max_tokens=None, cache_hint=None):
             self.requests.append(list(messages))
+            no_usage = os.environ.get("FAKE_LLM_NO_USAGE") == "1"  # a server that reports none
             try:
                 async for delta in self.fake.stream(messages=messages, model=model, tools=tools):
-                    yield delta
+                    yield dataclasses.replace(delta, usage=None) if no_usage else delta
             except ScriptExhausted as exc:
                 raise RuntimeError(str(exc)) from None
 
@@ -163,10 +165,15 @@ def call(call_id: str, name: str, **arguments: Any) -> dict[str, Any]:
 
 
 async def collect_events(
-    client: httpx.AsyncClient, run_id: str, *, last_event_id: str | None = None, until: str = "final"
+    client: httpx.AsyncClient,
+    run_id: str,
+    *,
+    last_event_id: str | None = None,
+    until: str = "final",
+    headers: Mapping[str, str] | None = None,
 ) -> list[dict[str, Any]]:
     """The run's events (from ``last_event_id`` on) up to and including the first of kind ``until``."""
-    headers = {"Last-Event-ID": last_event_id} if last_event_id else {}
+    headers = {**(headers or {}), **({"Last-Event-ID": last_event_id} if last_event_id else {})}
     collected: list[dict[str, Any]] = []
     async with asyncio.timeout(WAIT_LIMIT):
         async with client.stream("GET", f"/agents/runs/{run_id}/events", headers=headers) as response:

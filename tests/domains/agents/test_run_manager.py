@@ -47,7 +47,7 @@ class Index:
     def __init__(self) -> None:
         self.status: dict[str, str] = {}
 
-    async def add(self, run_id: str, agent: str, created_at: float) -> None:
+    async def add(self, run_id: str, agent: str, created_at: float, **owner: str | None) -> None:
         self.status[run_id] = "running"
 
     async def set_status(self, run_id: str, status: str) -> None:

@@ -304,3 +304,78 @@ async def test_a_tour_with_event_chains_and_a_screenshot(tmp_path: Path, browser
         await page.screenshot(path=str(shot), full_page=True)
         assert shot.stat().st_size > 10_000
         assert watch.errors == []
+
+
+async def test_the_page_signs_in_with_an_admin_username_and_password(
+    tmp_path: Path, browser: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from domains.users.commands import create_user
+    from tests.kit import PROJECT, make_root
+
+    for name in ("AUTH_ALGORITHM", "AUTH_ISSUER", "AUTH_AUDIENCE", "DATABASE_URL", "KEEL_ADMIN"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AUTH_SECRET_KEY", "dashboard-login-secret-" + "x" * 32)
+    monkeypatch.setenv("AUTH_SCRYPT_LOG2_N", "4")
+    monkeypatch.setenv("AUTH_SCRYPT_P", "1")
+    root = make_root(
+        tmp_path,
+        tools=("http", "logger", "system", "auth", "db"),
+        domains=("system", "dashboard", "users", "auth_wiring"),
+    )
+    (root / "migrations").mkdir()
+    (root / "migrations" / "users").symlink_to(PROJECT / "migrations" / "users", target_is_directory=True)
+    await create_user("root", "correct-horse-battery", admin=True, root=root)
+    await create_user("ann", "correct-horse-battery", root=root)
+    async with serving(root) as (kernel, base_url):
+        page = await browser.new_page()
+        watch = PageWatch(page)
+        await page.goto(f"{base_url}/system/")
+        await expect(page.locator("#login-username")).to_be_visible(timeout=WAIT_MS)
+
+        await page.locator("#login-username").fill("root")
+        await page.locator("#login-password").fill("wrong-password")
+        await page.get_by_role("button", name="Sign in with password").click()
+        await expect(page.locator("#login-error")).to_contain_text("invalid username", timeout=WAIT_MS)
+
+        await page.locator("#login-username").fill("ann")
+        await page.locator("#login-password").fill("correct-horse-battery")
+        await page.get_by_role("button", name="Sign in with password").click()
+        await expect(page.locator("#auth-message")).to_contain_text("not an admin's", timeout=WAIT_MS)
+
+        await page.locator("#login-username").fill("root")
+        await page.locator("#login-password").fill("correct-horse-battery")
+        await page.get_by_role("button", name="Sign in with password").click()
+        await expect(page.locator("#dashboard")).to_be_visible(timeout=WAIT_MS)
+        await expect(page.locator('[data-tool="auth"]')).to_contain_text("OK", timeout=WAIT_MS)
+        assert not [url for url in watch.urls() if "password" in url]
+
+
+async def test_the_page_lists_agent_runs_waiting_for_approval(
+    tmp_path: Path, browser: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.domains.agents.agents_kit import agents_root, wait_for_status
+    from tests.domains.agents.test_approval import PAY, PAYMENTS_PLUGIN
+
+    monkeypatch.setenv("FAKE_LLM_SCRIPT", PAY)
+    monkeypatch.setenv("SENT_LOG", str(tmp_path / "sent.log"))
+    root = agents_root(
+        tmp_path,
+        tools=("http", "db", "checkpoint", "store", "logger", "system"),
+        domains=("system", "dashboard"),
+        example=False,
+        plugins={"payments.py": PAYMENTS_PLUGIN},
+    )
+    async with serving(root) as (kernel, base_url), httpx.AsyncClient(base_url=base_url) as client:
+        page = await browser.new_page()
+        watch = PageWatch(page)
+        await page.goto(f"{base_url}/system/")
+        await expect(page.locator('[data-tool="http"]')).to_contain_text("OK", timeout=WAIT_MS)
+        await expect(page.locator("#approvals-panel")).to_be_hidden()
+        run_id = (await client.post("/agents/payments/runs", json={"input": "pay ada"})).json()["id"]
+        await wait_for_status(client, run_id, ["suspended"])
+        waiting = page.locator(f'#approvals [data-run="{run_id}"]')
+        await expect(waiting).to_contain_text("pay 500 euros to ada?", timeout=WAIT_MS)
+        await expect(waiting).to_contain_text('pay({"to":"ada","amount":500})')
+        await client.post(f"/agents/runs/{run_id}/approval", json={"approve": False})
+        await expect(page.locator("#approvals-panel")).to_be_hidden(timeout=WAIT_MS)
+        assert watch.errors == []

@@ -121,6 +121,7 @@ def test_no_file_of_the_page_names_another_host() -> None:
         "/agents/runs/${encodeURIComponent(entry.id)}",
         "/agents/runs/${encodeURIComponent(runs.selected)}",
         "/agents/runs/${encodeURIComponent(runId)}/events",
+        "/agents/approvals",  # shown when the agents domain is served
     }
 
 

@@ -152,3 +152,38 @@ async def test_releasing_the_owner_removes_its_validator(monkeypatch: pytest.Mon
         assert (await c.get("/user", headers=bearer("user-token"))).status_code == 200
         http.release_owner("auth.AuthPlugin")
         assert (await c.get("/user", headers=bearer("user-token"))).status_code == 503
+
+
+async def test_optional_auth_verifies_a_token_that_is_sent_and_lets_anonymous_callers_through(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    http = await make_http(monkeypatch)
+    http.add_endpoint("/maybe", "GET", whoami, auth="optional")
+    async with client(http) as c:
+        before = await c.get("/maybe", headers=bearer("user-token"))  # no validator yet: ignored
+        http.set_auth_validator(validator)
+        anonymous = await c.get("/maybe")
+        known = await c.get("/maybe", headers=bearer("user-token"))
+        forged = await c.get("/maybe", headers=bearer("forged"))
+    assert (before.status_code, before.json()) == (200, {"identity": None})
+    assert (anonymous.status_code, anonymous.json()) == (200, {"identity": None})
+    assert known.json() == {"identity": TOKENS["user-token"]}
+    assert forged.status_code == 401
+    assert forged.headers["www-authenticate"] == 'Bearer error="invalid_token"'
+
+
+async def test_openapi_names_the_bearer_scheme_on_each_operation_that_reads_a_token(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    http = await secured(monkeypatch)
+    http.add_endpoint("/maybe", "GET", whoami, auth="optional")
+    async with client(http) as c:
+        schema = (await c.get("/openapi.json")).json()
+    assert schema["components"]["securitySchemes"]["bearerAuth"] == {"type": "http", "scheme": "bearer"}
+    security = {path: schema["paths"][path]["get"].get("security") for path in schema["paths"]}
+    assert security == {
+        "/open": None,
+        "/user": [{"bearerAuth": []}],
+        "/admin": [{"bearerAuth": []}],
+        "/maybe": [{"bearerAuth": []}, {}],
+    }

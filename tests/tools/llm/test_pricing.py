@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 import pytest
 
@@ -62,3 +63,9 @@ def test_a_table_that_cannot_be_used_is_refused(text: str, fragment: str) -> Non
     with pytest.raises(ValueError, match="^test") as caught:
         PriceTable.from_json(text, source="test")
     assert fragment in str(caught.value)
+
+
+async def test_the_tool_prices_token_counts_for_estimates(llm: Any) -> None:
+    assert llm.cost("test-model", 1_000_000, 500_000) == 2.0
+    assert llm.cost("", 1_000_000, 0) == 1.0  # the default model
+    assert llm.cost("unpriced-model", 10, 10) is None
