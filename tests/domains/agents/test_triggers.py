@@ -32,7 +32,15 @@ class Index:
     def __init__(self) -> None:
         self.status: dict[str, str] = {}
 
-    async def add(self, run_id: str, agent: str, created_at: float) -> None:
+    async def add(
+        self,
+        run_id: str,
+        agent: str,
+        created_at: float,
+        *,
+        owner: str | None = None,
+        tenant: str | None = None,
+    ) -> None:
         if run_id in self.status:
             raise RuntimeError(f"duplicate run id {run_id}")
         self.status[run_id] = "running"
