@@ -45,9 +45,19 @@ Choices this module makes (each is tested):
 With ``redis://...`` several processes share the bus (:mod:`tools.event_bus.redis_backend`):
 
 - **Groups.** ``subscribe(name, handler, group=...)`` puts the subscription in a group; by default
-  the subscribing plugin (``<domain>.<Class>``). Each group receives each event once across the
-  processes, and every group receives it; a handler that raises is retried and finally
-  dead-lettered (``dead_letters()``), instead of only being logged.
+  the subscribing plugin (``<domain>.<Class>``). Every group receives every event; a handler that
+  raises is retried and finally dead-lettered (``dead_letters()``, ``replay_dead_letter(id)``,
+  ``discard_dead_letter(id)``), instead of only being logged.
+- **Delivery is at least once.** An event is acknowledged only after its group's handlers
+  succeeded, so after a crash (or a publish the Redis client sent twice) a handler can see an
+  event again: **write handlers to be idempotent** (the event id is a good key). The bus removes
+  most duplicates itself: each group remembers the event ids it handled for
+  ``EVENT_BUS_DEDUP_TTL_SECONDS`` and skips a redelivered one, so a duplicate runs only when the
+  crash fell between a handler's effect and its acknowledgement. ``subscribe(..., dedupe=False)``
+  turns that off for the subscription's group. Entries are never trimmed before every group
+  acknowledged them, except past ``EVENT_BUS_STREAM_HARD_MAXLEN``, where each drop is counted,
+  logged and shown in the dump (``kernel.capabilities.event_bus.health``, with each group's lag;
+  also ``await event_bus.lag()``).
 - ``request`` is answered by whichever process handles the event; the trace stays per process
   (each record says which process delivered it); the dump's ``kernel.capabilities.event_bus``
   says which backend runs and whether it is shared.
@@ -206,8 +216,11 @@ class EventBusTool(BaseTool):
 
     # -- subscribing -------------------------------------------------------------------------------
 
-    async def subscribe(self, name: str, handler: Handler, *, group: str | None = None) -> None:
-        """Call ``handler(event)`` for every event named ``name`` from now on (``group``: see above)."""
+    async def subscribe(
+        self, name: str, handler: Handler, *, group: str | None = None, dedupe: bool = True
+    ) -> None:
+        """Call ``handler(event)`` for every event named ``name`` from now on (``group``, ``dedupe``:
+        see above)."""
         if type(name) is not str or not name:
             raise EventBusError(f"an event name is a non-empty string, got {name!r}")
         if not callable(handler):
@@ -227,6 +240,8 @@ class EventBusTool(BaseTool):
             subscription = Subscription(name, handler, identity_of(handler), owner, group)
             self._set(name, (*subscriptions, subscription))
         if self._broker is not None:
+            if not dedupe:
+                self._broker.set_dedupe(group, False)
             await self._broker.join(name, group)
 
     async def unsubscribe(self, name: str, handler: Handler) -> bool:
@@ -413,6 +428,26 @@ class EventBusTool(BaseTool):
         if self._broker is None:
             return []
         return await self._broker.dead_letters(limit)
+
+    async def replay_dead_letter(self, letter_id: str) -> bool:
+        """Deliver a dead letter's event again to the group that gave up on it, and remove the letter.
+
+        False when there is no such letter (already replayed or discarded)."""
+        if self._broker is None:
+            return False
+        return await self._broker.replay_dead_letter(letter_id)
+
+    async def discard_dead_letter(self, letter_id: str) -> bool:
+        """Delete a dead letter; False when there is no such letter."""
+        if self._broker is None:
+            return False
+        return await self._broker.discard_dead_letter(letter_id)
+
+    async def lag(self) -> dict[str, dict[str, dict[str, Any]]]:
+        """Per event name and group: ``pending`` (received, not yet acknowledged) and ``unread``."""
+        if self._broker is None:
+            return {}
+        return await self._broker.lag()
 
     def stats(self) -> dict[str, Any]:
         """Counters for the dump: events published, failed deliveries, deliveries in flight."""
