@@ -77,6 +77,11 @@ class RedisBusSettings:
         return min(delay_ms, MAX_BACKOFF_MS) / 1000
 
 
+def whole_setting(name: str, default: int, *, minimum: int) -> int:
+    """A whole-number setting of at least ``minimum`` (``default`` when unset); ``ValueError`` else."""
+    return _whole(name, default, minimum=minimum)
+
+
 def _whole(name: str, default: int, *, minimum: int) -> int:
     raw = os.environ.get(name, "").strip()
     if not raw:
