@@ -106,7 +106,7 @@ class RunExecution:
             tool_middleware=[
                 meter(),
                 tracing(),
-                record_tool_results(services.store, ttl=services.tool_record_ttl),
+                record_tool_results(services.store, ttl=services.tool_record_ttl, fence=self.fence),
             ],
         )
         return RunContext(
@@ -224,6 +224,19 @@ class RunExecution:
         await self.services.checkpoint.save(checkpoint)
         record.version += 1
         record.status = target
+
+    async def fence(self) -> None:
+        """Raise ``CheckpointVersionConflict`` if another process moved the run past this one's last
+        checkpoint (it took the run over: its epoch is newer), so that nothing more is committed here."""
+        record = self.record
+        latest = await self.services.checkpoint.latest(record.run_id)
+        if latest is not None and latest.version != record.version:
+            epoch = latest.state.get("epoch") if hasattr(latest.state, "get") else None
+            raise CheckpointVersionConflict(
+                f"run {record.run_id!r}: checkpoint version {latest.version} (epoch {epoch}) was saved "
+                f"since this process's version {record.version} (epoch {record.epoch}); this process "
+                "lost the run and commits nothing more"
+            )
 
     async def _finish(self, result: AgentResult) -> None:
         record = self.record

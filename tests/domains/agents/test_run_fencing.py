@@ -1,0 +1,144 @@
+"""A process that lost its run cannot commit: the fence before a tool result is recorded, the
+first-result-wins record, the stable idempotency key a tool passes on, and tools counted as
+side-effecting unless they say otherwise.
+
+The integration test is the paused-process case: process A is inside a tool call when its lease
+lapses (as after a SIGSTOP longer than the lease); process B takes the run over and, the tool being
+declared safe to re-run, runs the call again. Both calls carry the same idempotency key (what lets
+the outside world apply the effect once), and when A's call finally returns, A records nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from core.contracts.middleware import Call
+from core.contracts.types import ToolRequest
+from core.state.stores import CheckpointVersionConflict, InMemoryStore
+from domains.agents.runs.tool_records import (
+    call_key,
+    current_call_key,
+    idempotency_key,
+    is_side_effecting,
+    record_tool_results,
+)
+from tests.domains.agents.agents_kit import (
+    OPS_AGENT_PLUGIN,
+    agents_root,
+    call,
+    script,
+    wait_for_line,
+    wait_for_status,
+)
+from tests.domains.agents.conftest import Files
+from tests.kit import serving, until
+
+SEND = 'log.write(args["to"] + "\\n")'
+SAFE_SENDER_PLUGIN = (
+    OPS_AGENT_PLUGIN.replace("side_effecting = True", "side_effecting = False", 1)
+    .replace(
+        SEND,
+        SEND + '\n            with open(os.environ["KEYS_LOG"], "a") as keys:\n'
+        '                keys.write(str(idempotency_key()) + "\\n")',
+        1,
+    )
+    .replace(
+        "from domains.agents.runs.catalog import catalog_for",
+        "from domains.agents.runs.catalog import catalog_for\n"
+        "    from domains.agents.runs.tool_records import idempotency_key",
+        1,
+    )
+)
+
+assert SAFE_SENDER_PLUGIN.count("idempotency_key") == 2, "the ops plugin changed: update the edits above"
+
+
+def test_tools_are_side_effecting_unless_they_declare_otherwise() -> None:
+    class Plain:
+        name = "plain"
+
+    class Safe:
+        side_effecting = False
+
+    class Effects:
+        side_effecting = True
+
+    assert is_side_effecting(Plain()) is True
+    assert is_side_effecting(Effects()) is True
+    assert is_side_effecting(Safe()) is False
+
+
+async def run_recorder(store: InMemoryStore, fence: Any, key: str | None, result: Any) -> Any:
+    middleware = record_tool_results(store, ttl=None, fence=fence)
+
+    async def tool(_: Call) -> AsyncIterator[Any]:
+        assert idempotency_key() == key  # what the tool sees while it runs
+        yield result
+
+    token = current_call_key.set(key)
+    try:
+        request = ToolRequest("send", {})
+        return [item async for item in middleware(Call("tool", request, None), tool)]
+    finally:
+        current_call_key.reset(token)
+
+
+async def test_a_fenced_process_records_nothing_and_the_first_result_stays() -> None:
+    store = InMemoryStore()
+    key = call_key("r1", 2, "c1")
+
+    async def lost() -> None:
+        raise CheckpointVersionConflict("run 'r1': another process took it over")
+
+    with pytest.raises(CheckpointVersionConflict):
+        await run_recorder(store, lost, key, "late result")
+    assert await store.get(key) is None
+
+    async def owned() -> None:
+        return None
+
+    assert await run_recorder(store, owned, key, "first") == ["first"]
+    assert await run_recorder(store, owned, key, "second") == ["second"]
+    assert (await store.get(key))["result"] == "first"  # a later writer cannot replace it
+
+
+async def test_a_paused_process_that_lost_its_run_commits_nothing_and_both_calls_share_one_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, files: Files
+) -> None:
+    keys_log = tmp_path / "keys.log"
+    monkeypatch.setenv("KEYS_LOG", str(keys_log))
+    monkeypatch.setenv("DATABASE_URL", f"sqlite:///{tmp_path}/shared.db")
+    monkeypatch.setenv("HOLD_AFTER_SEND", str(files.hold))
+    first_root = agents_root(tmp_path, example=False, plugins={"ops.py": SAFE_SENDER_PLUGIN}, name="a")
+    second_root = agents_root(tmp_path, example=False, plugins={"ops.py": SAFE_SENDER_PLUGIN}, name="b")
+    monkeypatch.setenv(
+        "FAKE_LLM_SCRIPT", script({"tool_calls": [call("c1", "send_email", to="cy@example.org")]})
+    )
+    async with serving(first_root) as (first, first_url), httpx.AsyncClient(base_url=first_url) as a:
+        run_id = (await a.post("/agents/ops/runs", json={"input": "email Cy"})).json()["id"]
+        await wait_for_line(files.sent_log)  # A is inside send_email, holding (paused, in effect)
+        await first.container.get("db").execute(
+            "UPDATE agent_runs SET owner = NULL, lease_expires_at = NULL WHERE id = $1", [run_id]
+        )  # A's lease lapses
+        monkeypatch.delenv("HOLD_AFTER_SEND")  # B's call returns at once; A's is still held
+        monkeypatch.setenv("FAKE_LLM_SCRIPT", script({"content": "Cy was emailed."}))
+        async with serving(second_root) as (second, second_url), httpx.AsyncClient(base_url=second_url) as b:
+            body = await wait_for_status(b, run_id, ["completed", "failed"])
+            assert body["status"] == "completed", body
+            key = call_key(run_id, 2, "c1")
+            assert (await second.container.get("store").get(key))["result"] == {"sent_to": "cy@example.org"}
+
+            files.hold.touch()  # A wakes up: its call returns into a run it no longer owns
+            manager = first.plugins["agents.AgentRunsPlugin"].instance.manager  # type: ignore[attr-defined]
+            await until(lambda: run_id not in manager.live, "A stopped running the run")
+            assert await first.container.get("store").get(key) is None  # A recorded nothing
+            assert keys_log.read_text().splitlines() == [key, key]  # one key for both attempts
+            assert files.sent() == ["cy@example.org", "cy@example.org"]  # the service de-dups by key
+            assert len(first.container.get_raw_tools()["llm"].requests) == 1  # type: ignore[attr-defined]
+            final = (await b.get(f"/agents/runs/{run_id}")).json()
+            assert final["status"] == "completed" and final["output"] == "Cy was emailed."
