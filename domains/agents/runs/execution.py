@@ -27,8 +27,10 @@ Cancelling the run's token stops it at the next event (even mid-answer) or safe 
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
+from collections.abc import Callable
 from contextlib import aclosing
 from dataclasses import dataclass
 from decimal import Decimal
@@ -75,8 +77,12 @@ class RunExecution:
         token: CancellationToken,
         *,
         resumed: bool,
+        tool_idle: asyncio.Event | None = None,
+        stopping: Callable[[], bool] | None = None,
     ) -> None:
         self.record = record
+        self.tool_idle = tool_idle
+        self.stopping = stopping
         self.spec = spec
         self.services = services
         self.feed = feed
@@ -200,12 +206,22 @@ class RunExecution:
             self.feed.publish(str(kind), event_data(event))
             await self.save()
             current_call_key.set(key)  # read by the tool middleware that records the result
+            if self.tool_idle is not None:
+                self.tool_idle.clear()
             return
         if kind == StreamEventKind.TOOL_RESULT:
             current_call_key.set(None)
             record.pending = None
             self.feed.publish(str(kind), event_data(event))
-            await self.save()
+            try:
+                await self.save()
+            finally:
+                if self.tool_idle is not None:
+                    self.tool_idle.set()
+            if self.stopping is not None and self.stopping():
+                # The process is shutting down and let this call finish: stop at this safe point,
+                # as a cancelled task would, leaving the run ``running`` for the next process.
+                raise asyncio.CancelledError
             return
         self.feed.publish(str(kind), event_data(event))
 

@@ -68,6 +68,8 @@ class RunSettings:
     cancel_grace: float = 5.0
     poll: float = 1.0
     lease: float = DEFAULT_LEASE_SECONDS
+    tool_grace: float = 5.0
+    """At shutdown, how long a tool call in flight may take to finish (and be checkpointed)."""
 
 
 @dataclass(eq=False)
@@ -78,6 +80,8 @@ class LiveRun:
     feed: RunFeed
     token: CancellationToken = field(default_factory=CancellationToken)
     task: asyncio.Task[None] | None = None
+    tool_idle: asyncio.Event = field(default_factory=lambda: _set(asyncio.Event()))
+    """Clear while the run is inside a tool call (from its ``pending`` checkpoint to its result's)."""
 
 
 class RunManager:
@@ -130,13 +134,23 @@ class RunManager:
     async def _execute(self, live: LiveRun, spec: Any, resumed: bool) -> None:
         record = live.record
         try:
-            await RunExecution(record, spec, self.services, live.feed, live.token, resumed=resumed).run()
+            await RunExecution(
+                record,
+                spec,
+                self.services,
+                live.feed,
+                live.token,
+                resumed=resumed,
+                tool_idle=live.tool_idle,
+                stopping=self._closing.is_set,
+            ).run()
         except CheckpointVersionConflict as exc:
             log.warning(
                 "agent run %s moved on elsewhere (%s); this process stops running it", record.run_id, exc
             )
             await self._quietly(self.index.release([record.run_id]))
         except asyncio.CancelledError:
+            live.tool_idle.set()
             live.feed.close()
             raise
         except Exception:
@@ -147,6 +161,7 @@ class RunManager:
             await self._quietly(self.index.release([record.run_id]))
         else:
             await self._quietly(self.index.set_status(record.run_id, str(record.status)))
+        live.tool_idle.set()
         live.feed.close()
         if self.live.get(record.run_id) is live:
             del self.live[record.run_id]
@@ -430,6 +445,7 @@ class RunManager:
         """Stop every task of this process; runs keep their last checkpoint (``running``) and their
         leases are released, for another process (or the next boot) to continue them."""
         self._closing.set()
+        await self._let_tool_calls_finish()
         tasks = [*self._background, *(live.task for live in self.live.values() if live.task is not None)]
         for task in tasks:
             task.cancel()
@@ -439,11 +455,36 @@ class RunManager:
         self.live.clear()
         await self._quietly(self.index.release())
 
+    async def _let_tool_calls_finish(self) -> None:
+        """Give the runs inside a tool call up to ``tool_grace`` seconds to get its result
+        checkpointed, so a rolling deploy does not cut a side-effecting call off (whose outcome
+        the next process could then only call unknown). Leases are still renewed meanwhile."""
+        busy = [
+            live
+            for live in self.live.values()
+            if live.task is not None and not live.task.done() and not live.tool_idle.is_set()
+        ]
+        if not busy or self.settings.tool_grace <= 0:
+            return
+        grace = self.settings.tool_grace
+        log.info("agents: waiting up to %gs for %d tool call(s) in flight", grace, len(busy))
+        waits = [asyncio.ensure_future(live.tool_idle.wait()) for live in busy]
+        _, late = await asyncio.wait(waits, timeout=grace)
+        for wait in late:
+            wait.cancel()
+        if late:
+            log.warning("agents: %d tool call(s) did not finish within the shutdown grace", len(late))
+
     async def _quietly(self, work: Any) -> None:
         try:
             await work
         except Exception:
             log.exception("agents: updating the run index failed (the checkpoint remains the authority)")
+
+
+def _set(event: asyncio.Event) -> asyncio.Event:
+    event.set()
+    return event
 
 
 def _transient(exc: Exception) -> bool:

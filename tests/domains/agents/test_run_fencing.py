@@ -10,6 +10,7 @@ the outside world apply the effect once), and when A's call finally returns, A r
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -142,3 +143,28 @@ async def test_a_paused_process_that_lost_its_run_commits_nothing_and_both_calls
             assert len(first.container.get_raw_tools()["llm"].requests) == 1  # type: ignore[attr-defined]
             final = (await b.get(f"/agents/runs/{run_id}")).json()
             assert final["status"] == "completed" and final["output"] == "Cy was emailed."
+
+
+async def test_at_shutdown_a_tool_call_in_flight_may_finish_and_its_result_is_checkpointed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, files: Files
+) -> None:
+    monkeypatch.setenv("HOLD_AFTER_SEND", str(files.hold))
+    monkeypatch.setenv("AGENTS_TOOL_GRACE_SECONDS", "10")
+    root = agents_root(tmp_path, example=False, plugins={"ops.py": OPS_AGENT_PLUGIN})
+    monkeypatch.setenv(
+        "FAKE_LLM_SCRIPT", script({"tool_calls": [call("c1", "send_email", to="di@example.org")]})
+    )
+    async with serving(root) as (kernel, base_url), httpx.AsyncClient(base_url=base_url) as client:
+        run_id = (await client.post("/agents/ops/runs", json={"input": "email Di"})).json()["id"]
+        await wait_for_line(files.sent_log)  # inside send_email (side-effecting), holding
+        manager = kernel.plugins["agents.AgentRunsPlugin"].instance.manager  # type: ignore[attr-defined]
+        closing = asyncio.create_task(manager.close())  # what SIGTERM leads to
+        await until(lambda: manager._closing.is_set(), "the manager started closing")
+        assert not closing.done()  # it waits for the call in flight instead of cancelling it
+        files.hold.touch()  # the call finishes within the grace
+        await asyncio.wait_for(closing, 10)
+        latest = await kernel.container.get("checkpoint").latest(run_id)
+        assert latest.state["pending"] is None
+        tool_message = [m for m in latest.state["transcript"] if m["role"] == "tool"]
+        assert len(tool_message) == 1 and "di@example.org" in tool_message[0]["content"]
+        assert latest.status == "running"  # handed over to the next process, result and all
