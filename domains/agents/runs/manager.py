@@ -172,6 +172,11 @@ class RunManager:
         """Claim and continue the runs in flight that nobody holds a live lease on; the number
         resumed. ``any_agent=False`` leaves runs of agents not declared here to other processes."""
         claimed: list[str] = []
+        if any_agent:  # at boot: the runs of this host's killed processes need not wait for their lease
+            for run_id, _agent, owner in await self.index.orphaned_here():
+                if run_id not in self.live and await self.index.claim(run_id, from_owner=owner):
+                    log.info("agent run %s: its process %s is gone; reclaiming it now", run_id, owner)
+                    claimed.append(run_id)
         for run_id, agent in await self.index.claimable():
             if run_id in self.live or self._closing.is_set():
                 continue

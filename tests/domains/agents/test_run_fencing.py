@@ -168,3 +168,42 @@ async def test_at_shutdown_a_tool_call_in_flight_may_finish_and_its_result_is_ch
         tool_message = [m for m in latest.state["transcript"] if m["role"] == "tool"]
         assert len(tool_message) == 1 and "di@example.org" in tool_message[0]["content"]
         assert latest.status == "running"  # handed over to the next process, result and all
+
+
+async def test_a_killed_process_restarted_on_its_host_reclaims_its_runs_without_waiting_for_the_lease(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, files: Files
+) -> None:
+    from tests.domains.agents.test_restart import FIRST_PROCESS, SECOND_PROCESS, Process
+
+    root = agents_root(
+        tmp_path,
+        tools=("http", "db", "checkpoint", "store", "logger"),
+        example=False,
+        plugins={"ops_agent.py": OPS_AGENT_PLUGIN},
+    )
+    monkeypatch.setenv("FAKE_LLM_SCRIPT", FIRST_PROCESS)
+    monkeypatch.setenv("AGENT_RUN_LEASE_SECONDS", "600")  # far longer than this test may take
+    first = Process(root)
+    try:
+        url = await first.start()
+        async with httpx.AsyncClient(base_url=url, timeout=30) as client:
+            run_id = (await client.post("/agents/ops/runs", json={"input": "email Ada, then wait"})).json()[
+                "id"
+            ]
+            await wait_for_line(files.gate_log)
+    finally:
+        await first.kill()  # SIGKILL: its lease stays, 600 s ahead
+
+    files.gate.touch()
+    monkeypatch.setenv("FAKE_LLM_SCRIPT", SECOND_PROCESS)
+    second = Process(root)
+    try:
+        url = await second.start()
+        async with httpx.AsyncClient(base_url=url, timeout=30) as client:
+            body = await wait_for_status(client, run_id, ["completed", "failed"])
+            assert body["status"] == "completed", (body, second.lines)
+            assert body["resumed"] == 1
+        assert any("is gone; reclaiming it now" in line for line in second.lines)
+    finally:
+        await second.kill()
+    assert files.sent() == ["ada@example.org"]
