@@ -14,8 +14,10 @@ and resuming at boot the runs a previous process left in flight.
   releases it, and the cancellation is lost). A run that is not running here is cancelled by saving
   a ``cancelled`` checkpoint on top of its latest one: if it is running in another process, that
   process's next save is refused and it stops.
-* ``resume_in_flight`` (at boot) claims and continues every indexed run in flight that no live
-  process holds (see leases below), once its agent is declared (waiting up to ``resume_wait``
+* ``resume_in_flight`` (at boot; then every lease tick for takeovers, at most half of the
+  orphans per tick, shuffled, so that the runs of a dead process spread over the survivors)
+  claims and continues every indexed run in flight that no live process holds (see leases below),
+  once its agent is declared (waiting up to ``resume_wait``
   seconds for the plugin that declares it); a run whose agent never appears is failed, saying so.
 * ``close`` (at shutdown) cancels the tasks, leaves every run as its last checkpoint has it
   (``running``) and releases their leases, so the next process — or another one already running
@@ -38,6 +40,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import random
 import time
 import uuid
 from collections.abc import AsyncIterator, Coroutine
@@ -177,11 +180,21 @@ class RunManager:
                 if run_id not in self.live and await self.index.claim(run_id, from_owner=owner):
                     log.info("agent run %s: its process %s is gone; reclaiming it now", run_id, owner)
                     claimed.append(run_id)
-        for run_id, agent in await self.index.claimable():
-            if run_id in self.live or self._closing.is_set():
-                continue
-            if not any_agent and self.catalog.get(agent) is None:
-                continue
+        candidates = [
+            (run_id, agent)
+            for run_id, agent in await self.index.claimable()
+            if run_id not in self.live and (any_agent or self.catalog.get(agent) is not None)
+        ]
+        limit = len(candidates)
+        if not any_agent and limit > 1:
+            # A takeover: every survivor sees the same orphans. Each claims at most half of what
+            # it sees per tick, in its own random order, so they spread over the survivors
+            # instead of piling on whichever ticks first; the rest go at the next ticks.
+            random.shuffle(candidates)
+            limit = (limit + 1) // 2
+        for run_id, _agent in candidates:
+            if self._closing.is_set() or len(claimed) >= limit:
+                break
             if await self.index.claim(run_id):
                 claimed.append(run_id)
         outcomes = await asyncio.gather(*(self._resume(run_id) for run_id in claimed))

@@ -105,7 +105,8 @@ async def test_a_fenced_process_records_nothing_and_the_first_result_stays() -> 
 
     assert await run_recorder(store, owned, key, "first") == ["first"]
     assert await run_recorder(store, owned, key, "second") == ["second"]
-    assert (await store.get(key))["result"] == "first"  # a later writer cannot replace it
+    stored = await store.get(key)
+    assert stored is not None and stored["result"] == "first"  # a later writer cannot replace it
 
 
 async def test_a_paused_process_that_lost_its_run_commits_nothing_and_both_calls_share_one_key(
@@ -207,3 +208,52 @@ async def test_a_killed_process_restarted_on_its_host_reclaims_its_runs_without_
     finally:
         await second.kill()
     assert files.sent() == ["ada@example.org"]
+
+
+class SharedIndex:
+    """The run index as several processes see it: one table, each process its own owner id."""
+
+    def __init__(self, rows: dict[str, str | None], owner: str) -> None:
+        self.rows, self.owner = rows, owner
+
+    async def orphaned_here(self) -> list[tuple[str, str, str]]:
+        return []
+
+    async def claimable(self) -> list[tuple[str, str]]:
+        return [(run_id, "ops") for run_id, owner in sorted(self.rows.items()) if owner is None]
+
+    async def claim(self, run_id: str, *, from_owner: str | None = None) -> bool:
+        if self.rows.get(run_id, "gone") is not None:
+            return False
+        self.rows[run_id] = self.owner
+        return True
+
+    async def set_status(self, run_id: str, status: str) -> None:
+        return None
+
+
+async def test_a_takeover_spreads_the_runs_of_a_dead_process_over_the_survivors() -> None:
+    from core.agents import Agent
+    from core.context import bound, current_plugin_var
+    from core.runtime import NoopTrace
+    from core.state.checkpoints import InMemoryCheckpointStore
+    from core.testing import FakeLLM
+    from domains.agents.runs.catalog import AgentCatalog
+    from domains.agents.runs.execution import RunServices
+    from domains.agents.runs.manager import RunManager
+
+    catalog = AgentCatalog()
+    with bound(current_plugin_var, "agents.Ops"):
+        catalog.declare(Agent("ops", "m"), llm=FakeLLM("hi"))
+    rows: dict[str, str | None] = {f"run-{n:02d}": None for n in range(16)}  # a dead process's runs
+    services = RunServices(checkpoint=InMemoryCheckpointStore(), store=None, trace=NoopTrace())
+    survivors = [
+        RunManager(catalog=catalog, index=SharedIndex(rows, name), services=services)  # type: ignore[arg-type]
+        for name in ("a", "b")
+    ]
+    for _ in range(10):  # lease ticks, one survivor after the other
+        for survivor in survivors:
+            await survivor.resume_in_flight(any_agent=False)
+    counts = {name: list(rows.values()).count(name) for name in ("a", "b")}
+    assert sum(counts.values()) == 16  # every run taken over, once
+    assert min(counts.values()) >= 4  # and not all by whoever ticked first (that got all 16 before)
