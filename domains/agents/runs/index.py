@@ -84,6 +84,15 @@ class RunIndex:
             "UPDATE agent_runs SET status = $1, updated_at = $2 WHERE id = $3", [status, time.time(), run_id]
         )
 
+    async def finished_before(self, cutoff: float, limit: int = 500) -> list[str]:
+        """Ids of runs that ended (any status but ``running``) before ``cutoff`` (unix seconds)."""
+        rows = await self._db.query(
+            "SELECT id FROM agent_runs WHERE status <> 'running' AND updated_at < $1 "
+            "ORDER BY updated_at LIMIT $2",
+            [cutoff, limit],
+        )
+        return [str(row["id"]) for row in rows]
+
     async def remove(self, run_id: str) -> None:
         await self._db.execute("DELETE FROM agent_runs WHERE id = $1", [run_id])
 

@@ -63,6 +63,7 @@ from .record import RunRecord, usage_json
 log = logging.getLogger("keel.agents")
 
 CANCELLED_BY_REQUEST = "cancelled through the API"
+PURGE_EVERY = 60.0
 
 
 @dataclass(frozen=True)
@@ -73,6 +74,8 @@ class RunSettings:
     lease: float = DEFAULT_LEASE_SECONDS
     tool_grace: float = 5.0
     """At shutdown, how long a tool call in flight may take to finish (and be checkpointed)."""
+    retention: float = 30 * 24 * 3600.0
+    """How long a finished run (its checkpoints and index row) is kept; 0 keeps it forever."""
 
 
 @dataclass(eq=False)
@@ -103,6 +106,7 @@ class RunManager:
         self.live: dict[str, LiveRun] = {}
         self._background: set[asyncio.Task[Any]] = set()
         self._closing = asyncio.Event()
+        self._next_purge = 0.0
 
     # -- starting ----------------------------------------------------------------------------------
 
@@ -430,6 +434,9 @@ class RunManager:
             if failing:
                 log.info("agents: keeping leases works again")
             failing = False
+            if self.settings.retention > 0 and time.monotonic() >= self._next_purge:
+                self._next_purge = time.monotonic() + PURGE_EVERY
+                await self._quietly(self.purge_finished())
             if count:
                 log.info("agents: took over %d run(s) whose process stopped renewing its lease", count)
 
@@ -472,6 +479,19 @@ class RunManager:
             live.feed.close()
         self.live.clear()
         await self._quietly(self.index.release())
+
+    async def purge_finished(self) -> int:
+        """Delete the runs that ended more than ``retention`` seconds ago (checkpoints first, then
+        the index row, so a run is never indexed without its state); the number deleted."""
+        if self.settings.retention <= 0:
+            return 0
+        ids = await self.index.finished_before(time.time() - self.settings.retention)
+        for run_id in ids:
+            await self.services.checkpoint.delete(run_id)
+            await self.index.remove(run_id)
+        if ids:
+            log.info("agents: deleted %d finished run(s) past their retention", len(ids))
+        return len(ids)
 
     async def _let_tool_calls_finish(self) -> None:
         """Give the runs inside a tool call up to ``tool_grace`` seconds to get its result

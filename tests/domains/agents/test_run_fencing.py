@@ -257,3 +257,35 @@ async def test_a_takeover_spreads_the_runs_of_a_dead_process_over_the_survivors(
     counts = {name: list(rows.values()).count(name) for name in ("a", "b")}
     assert sum(counts.values()) == 16  # every run taken over, once
     assert min(counts.values()) >= 4  # and not all by whoever ticked first (that got all 16 before)
+
+
+async def test_finished_runs_are_deleted_once_past_their_retention(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, files: Files
+) -> None:
+    monkeypatch.setenv("AGENTS_RUN_RETENTION_SECONDS", "50")
+    monkeypatch.setenv("FAKE_LLM_SCRIPT", script({"content": "Done."}, {"content": "Done again."}))
+    root = agents_root(tmp_path, example=False, plugins={"ops.py": OPS_AGENT_PLUGIN})
+    async with serving(root) as (kernel, base_url), httpx.AsyncClient(base_url=base_url) as client:
+        old, recent = [
+            (await client.post("/agents/ops/runs", json={"input": text})).json()["id"] for text in ("a", "b")
+        ]
+        for run_id in (old, recent):
+            assert (await wait_for_status(client, run_id, ["completed", "failed"]))["status"] == "completed"
+        db = kernel.container.get("db")
+        await until_row_ended(db, old)
+        await db.execute("UPDATE agent_runs SET updated_at = updated_at - 100 WHERE id = $1", [old])
+        manager = kernel.plugins["agents.AgentRunsPlugin"].instance.manager  # type: ignore[attr-defined]
+        assert await manager.purge_finished() == 1
+        assert (await client.get(f"/agents/runs/{old}")).status_code == 404
+        assert await kernel.container.get("checkpoint").latest(old) is None
+        assert (await client.get(f"/agents/runs/{recent}")).json()["status"] == "completed"
+        assert await manager.purge_finished() == 0
+
+
+async def until_row_ended(db: Any, run_id: str) -> None:
+    """The index row is updated just after the final checkpoint: wait (bounded) for it."""
+    for _ in range(500):
+        if await db.scalar("SELECT status FROM agent_runs WHERE id = $1", [run_id]) != "running":
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"run {run_id} still indexed as running")
