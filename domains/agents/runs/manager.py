@@ -64,6 +64,7 @@ log = logging.getLogger("keel.agents")
 
 CANCELLED_BY_REQUEST = "cancelled through the API"
 PURGE_EVERY = 60.0
+_FINAL = str(StreamEventKind.FINAL)
 
 
 @dataclass(frozen=True)
@@ -262,6 +263,7 @@ class RunManager:
         return self._follow(run_id, last_event_id)
 
     async def _follow(self, run_id: str, last_id: str | None) -> AsyncIterator[dict[str, Any]]:
+        final_sent = False
         while True:
             live = self.live.get(run_id)
             if live is not None:
@@ -272,6 +274,7 @@ class RunManager:
                         event = feed.events[position]
                         position += 1
                         last_id = event["id"]
+                        final_sent = final_sent or event["kind"] == _FINAL
                         yield sse_item(event)
                     if feed.closed:
                         break
@@ -279,7 +282,16 @@ class RunManager:
             record = await self.record_of(run_id)
             for event in record.events[position_after(record.events, last_id) :]:
                 last_id = event["id"]
+                final_sent = final_sent or event["kind"] == _FINAL
                 yield sse_item(event)
+            if record.terminal and not final_sent:
+                # Ended by another process (a cancellation) while this one still ran it: its
+                # ``final`` may carry an id this follower has already passed (the events this
+                # process published after its last checkpoint). Every follower gets it anyway.
+                final = next((e for e in reversed(record.events) if e["kind"] == _FINAL), None)
+                if final is not None:
+                    yield sse_item(final)
+                return
             if record.terminal or self._closing.is_set():
                 return
             # Running in another process, waiting to be resumed, or being cancelled: look again.

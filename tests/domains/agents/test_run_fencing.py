@@ -289,3 +289,28 @@ async def until_row_ended(db: Any, run_id: str) -> None:
             return
         await asyncio.sleep(0.01)
     raise AssertionError(f"run {run_id} still indexed as running")
+
+
+async def test_a_follower_on_the_executing_process_gets_final_when_another_process_cancels(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, files: Files
+) -> None:
+    from tests.domains.agents.agents_kit import collect_events
+
+    monkeypatch.setenv("DATABASE_URL", f"sqlite:///{tmp_path}/shared.db")
+    monkeypatch.setenv(
+        "FAKE_LLM_SCRIPT", script({"tool_calls": [call("c1", "wait_for_gate")]}, {"content": "no"})
+    )
+    first_root = agents_root(tmp_path, example=False, plugins={"ops.py": OPS_AGENT_PLUGIN}, name="a")
+    second_root = agents_root(tmp_path, example=False, name="b")  # serves the API, cannot run 'ops'
+    async with serving(first_root) as (first, first_url), httpx.AsyncClient(base_url=first_url) as a:
+        run_id = (await a.post("/agents/ops/runs", json={"input": "wait"})).json()["id"]
+        await wait_for_line(files.gate_log)
+        seen = await collect_events(a, run_id, until="tool_call")
+        follower = asyncio.create_task(collect_events(a, run_id, last_event_id=seen[-1]["id"]))
+        async with serving(second_root) as (_, second_url), httpx.AsyncClient(base_url=second_url) as b:
+            answer = await b.post(f"/agents/runs/{run_id}/cancel")
+            assert answer.status_code == 202 and answer.json()["status"] == "cancelled"
+            files.gate.touch()  # A's call returns; A publishes its result, then its save is refused
+            rest = await asyncio.wait_for(follower, 30)
+        assert rest[-1]["event"] == "final"
+        assert rest[-1]["data"]["status"] == "cancelled"
