@@ -11,6 +11,12 @@ The contract every plugin can rely on, whichever engine runs underneath::
     async with db.transaction():      # nested blocks are SAVEPOINTs
         await db.execute(...)         # calls from this task join the block
 
+    async def move(tx):               # a read-modify-write, run again on a serialization conflict
+        n = await tx.scalar("SELECT n FROM counters WHERE id = $1", [1])
+        await tx.execute("UPDATE counters SET n = $1 WHERE id = $2", [n + 1, 1])
+        return n + 1
+    value = await db.transact(move)   # retries=, isolation= optional
+
 - ``params`` is a list or tuple matching ``$1..$n`` exactly (see :mod:`tools.db.placeholders`).
 - ``execute`` returns the number of rows affected (for a statement that returns rows, the number
   returned); ids come from ``RETURNING``. ``executemany`` returns nothing (PostgreSQL does not
@@ -20,6 +26,22 @@ The contract every plugin can rely on, whichever engine runs underneath::
   ``tx.execute`` and ``db.execute`` are the same call.
 - Every failure is a :class:`~tools.db.errors.DatabaseError` with a closed ``kind``; an unreachable
   database is :class:`~tools.db.errors.DatabaseUnavailableError` (a ``ToolUnavailableError``).
+- **What a transaction guarantees, per engine.** SQLite: every block is serializable — one writer
+  holds the write lock from ``BEGIN IMMEDIATE`` to ``COMMIT``, so blocks never conflict; they
+  queue (``kind="busy"`` past ``DB_BUSY_TIMEOUT``). PostgreSQL: every block is ``SERIALIZABLE``
+  by default (``DB_ISOLATION``), so a block that reads what it writes never silently loses a
+  concurrent update; instead one of two clashing blocks fails with
+  :class:`~tools.db.errors.ConflictError` (``kind="conflict"``, SQLSTATE 40001/40P01, nothing of
+  it committed). ``db.transact(body)`` is the portable way to run such a body: it opens a block,
+  awaits ``body(tx)``, and on a conflict rolls back and runs the whole body again after a jittered
+  exponential backoff, at most ``DB_TRANSACT_RETRIES`` more times; the last conflict then reaches
+  the caller (``error.attempts`` says how often it ran). On SQLite the body runs once. The body must
+  therefore have no effects outside the database (or only idempotent ones). Inside an open block,
+  ``transact`` joins it as a savepoint and does not retry (the conflict aborts the outer block,
+  whose own ``transact`` retries). ``transaction(isolation="read_committed")`` (or
+  ``"repeatable_read"``) opts a block out on PostgreSQL; a plain ``transaction()`` block that meets
+  a conflict raises it as well, never commits half of it. Single statements outside a block are
+  atomic on both engines (``UPDATE t SET n = n + 1`` is exact under any isolation).
 - Values come back as the engine's driver gives them: SQLite has no boolean or timestamp type, so
   portable code stores those as integers and ISO strings.
 
@@ -32,7 +54,12 @@ Configuration (read in ``setup()``):
 - ``DB_POOL_MIN`` / ``DB_POOL_MAX`` (1 / 10): the PostgreSQL pool;
 - ``DB_BUSY_TIMEOUT`` (5 seconds): how long a writer waits for the SQLite write lock;
 - ``DB_CONNECT_TIMEOUT`` (5 seconds): how long reaching PostgreSQL may take;
-- ``DB_SQLITE_READERS`` (2): SQLite reader connections.
+- ``DB_SQLITE_READERS`` (2): SQLite reader connections;
+- ``DB_ISOLATION`` (``serializable``): the PostgreSQL level of ``transaction()`` blocks
+  (``serializable``, ``repeatable_read`` or ``read_committed``);
+- ``DB_TRANSACT_RETRIES`` (10) / ``DB_TRANSACT_BACKOFF`` (0.005 seconds): how many times
+  ``transact`` runs a body again after a conflict, and the first backoff (doubling per attempt,
+  full jitter, at most 0.5 s).
 
 ``setup()`` opens the database and applies ``migrations/`` (:mod:`tools.db.migrations`) before any
 plugin boots. If the database cannot be reached, setup fails (``db`` is DEAD with the reason) and
@@ -45,16 +72,18 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Iterable, Sequence
+import random
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from core.base_tool import BaseTool
 from core.registry import ToolStatus
 from core.settings import env_float
 
-from .errors import DatabaseError, DatabaseUnavailableError
+from .errors import ConflictError, DatabaseError, DatabaseUnavailableError, is_conflict
+from .isolation import DEFAULT_ISOLATION, isolation_sql
 from .migrations import apply_migrations
 from .postgres import PostgresEngine
 from .sqlite import MEMORY, SqliteEngine
@@ -63,6 +92,9 @@ from .sqltext import Dialect
 log = logging.getLogger("keel.db")
 
 DEFAULT_URL = "sqlite:///data/keel.db"
+BACKOFF_CAP = 0.5
+
+T = TypeVar("T")
 
 
 class Engine(Protocol):
@@ -81,7 +113,8 @@ class Engine(Protocol):
     async def run_script_statement(self, sql: str) -> None: ...
     async def lock_migrations(self) -> None: ...
     async def health_check(self) -> bool: ...
-    def transaction(self) -> Any: ...
+    def transaction(self, isolation: str | None = None) -> Any: ...
+    def in_transaction(self) -> bool: ...
 
 
 class DbTool(BaseTool):
@@ -94,6 +127,10 @@ class DbTool(BaseTool):
         self._live: Engine | None = None  # the engine once it is open and migrated
         self._fatal: str | None = None
         self._starting = asyncio.Lock()
+        self.retries = 10
+        self.backoff = 0.005
+        self.conflicts = 0
+        """Conflicts seen by ``transact`` (retried or not), for the dump and the benchmarks."""
 
     @property
     def dialect(self) -> str:
@@ -104,6 +141,8 @@ class DbTool(BaseTool):
 
     async def setup(self) -> None:
         url = os.environ.get("DATABASE_URL", "")
+        self.retries = _env_int("DB_TRANSACT_RETRIES", 10, minimum=0)
+        self.backoff = env_float("DB_TRANSACT_BACKOFF", 0.005)
         self._engine = make_engine(url, self.project_root)
         backend = "postgresql" if url.startswith(("postgresql:", "postgres:")) else "sqlite"
         # Several processes share a PostgreSQL database; an SQLite file belongs to one machine.
@@ -173,9 +212,50 @@ class DbTool(BaseTool):
         engine = self._live or await self._ensure_ready()
         return await engine.scalar(sql, params)
 
-    def transaction(self) -> Transaction:
-        """An ``async with`` block: BEGIN/COMMIT, or a SAVEPOINT when already inside one."""
-        return Transaction(self)
+    def transaction(self, isolation: str | None = None) -> Transaction:
+        """An ``async with`` block: BEGIN/COMMIT, or a SAVEPOINT when already inside one.
+
+        ``isolation`` (PostgreSQL only; ``DB_ISOLATION`` by default) is one of ``serializable``,
+        ``repeatable_read``, ``read_committed``; SQLite checks the name and is serializable anyway.
+        """
+        if isolation is not None:
+            isolation_sql(isolation)
+        return Transaction(self, isolation)
+
+    async def transact(
+        self,
+        body: Callable[[DbTool], Awaitable[T]],
+        *,
+        retries: int | None = None,
+        isolation: str | None = None,
+    ) -> T:
+        """Run ``await body(tx)`` in a transaction; on a serialization conflict run it again.
+
+        At most ``retries`` (``DB_TRANSACT_RETRIES``) more runs, each after a jittered exponential
+        backoff; the last :class:`~tools.db.errors.ConflictError` is raised with ``attempts`` set.
+        Any other error rolls back and propagates at once. Inside an open block of this task the
+        body runs once, as a savepoint (the outer block owns the retry). Returns the body's result.
+        """
+        limit = self.retries if retries is None else retries
+        if limit < 0:
+            raise ValueError(f"retries must be at least 0, got {limit}")
+        engine = self._live or await self._ensure_ready()
+        if engine.in_transaction():
+            limit = 0
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                async with self.transaction(isolation) as tx:
+                    return await body(tx)
+            except DatabaseError as exc:
+                if not is_conflict(exc):
+                    raise
+                self.conflicts += 1
+                if attempt > limit:
+                    raise _gave_up(exc, attempt) from exc
+            delay = min(BACKOFF_CAP, self.backoff * 2 ** (attempt - 1))
+            await asyncio.sleep(random.uniform(0, delay))  # noqa: S311 - jitter, not cryptography
 
     # -- readiness ---------------------------------------------------------------------------------
 
@@ -208,17 +288,18 @@ class DbTool(BaseTool):
 class Transaction:
     """What ``db.transaction()`` returns; entering it yields the tool itself."""
 
-    __slots__ = ("_inner", "_tool")
+    __slots__ = ("_inner", "_isolation", "_tool")
 
-    def __init__(self, tool: DbTool) -> None:
+    def __init__(self, tool: DbTool, isolation: str | None = None) -> None:
         self._tool = tool
+        self._isolation = isolation
         self._inner: Any = None
 
     async def __aenter__(self) -> DbTool:
         tool = self._tool
         try:
             engine = tool._live or await tool._ensure_ready()
-            inner = engine.transaction()
+            inner = engine.transaction(self._isolation)
             await inner.__aenter__()
         except DatabaseError as exc:
             tool._report(exc)
@@ -237,10 +318,27 @@ class Transaction:
             raise
 
 
+def _gave_up(error: DatabaseError, attempts: int) -> ConflictError:
+    """The conflict ``transact`` raises once it stops retrying (``error`` may be the aborted block)."""
+    conflict = error if error.failure is None else error.failure
+    if attempts == 1:
+        message = conflict.detail
+    else:
+        message = f"{conflict.detail} (the body ran {attempts} times; each run met a conflict)"
+    return ConflictError(message, code=conflict.code, attempts=attempts)
+
+
 def make_engine(url: str, project_root: Path) -> Engine:
     """Build the engine ``DATABASE_URL`` names (empty: the default SQLite file under the root)."""
     url = url.strip() or DEFAULT_URL
     busy_timeout = env_float("DB_BUSY_TIMEOUT", 5.0)
+    isolation = os.environ.get("DB_ISOLATION", "").strip().lower() or DEFAULT_ISOLATION
+    try:
+        isolation_sql(isolation)
+    except DatabaseError:
+        raise ValueError(
+            f"DB_ISOLATION={isolation!r}: use serializable, repeatable_read or read_committed"
+        ) from None
     scheme, _, rest = url.partition("://")
     if scheme == "sqlite":
         if not rest.startswith("/") or rest == "/":
@@ -259,7 +357,11 @@ def make_engine(url: str, project_root: Path) -> Engine:
         if pool_min > pool_max:
             raise ValueError(f"DB_POOL_MIN ({pool_min}) must not exceed DB_POOL_MAX ({pool_max})")
         return PostgresEngine(
-            url, pool_min=pool_min, pool_max=pool_max, connect_timeout=env_float("DB_CONNECT_TIMEOUT", 5.0)
+            url,
+            pool_min=pool_min,
+            pool_max=pool_max,
+            connect_timeout=env_float("DB_CONNECT_TIMEOUT", 5.0),
+            isolation=isolation,
         )
     raise ValueError(
         f"DATABASE_URL scheme {scheme!r} is not supported; use sqlite:///path.db or postgresql://..."

@@ -61,6 +61,7 @@ class DatabaseError(KeelError):
         self.kind = kind
         self.detail = message
         self.code = code
+        self.failure: DatabaseError | None = None
 
     @property
     def error_class(self) -> ErrorClass:
@@ -78,6 +79,18 @@ class DatabaseUnavailableError(DatabaseError, ToolUnavailableError):
         super().__init__(DbErrorKind.UNAVAILABLE, message, code=code)
 
 
+class ConflictError(DatabaseError):
+    """A serialization failure or a deadlock (``kind="conflict"``): PostgreSQL rolled the whole
+    transaction back, so nothing of it was committed and running the body again is safe.
+
+    :meth:`tools.db.db_tool.DbTool.transact` retries it; ``attempts`` says how many times the body
+    ran before this error reached the caller (1 for a plain ``transaction()`` block)."""
+
+    def __init__(self, message: str, *, code: str | None = None, attempts: int = 1) -> None:
+        super().__init__(DbErrorKind.CONFLICT, message, code=code)
+        self.attempts = attempts
+
+
 class MigrationError(DatabaseError):
     """A migration file cannot be ordered or applied; raised from ``setup()``, so ``db`` is DEAD."""
 
@@ -86,9 +99,24 @@ class MigrationError(DatabaseError):
 
 
 def transaction_aborted(failure: DatabaseError) -> DatabaseError:
-    """The error for a statement (or block exit) after an earlier statement of the block failed."""
-    return DatabaseError(
+    """The error for a statement (or block exit) after an earlier statement of the block failed.
+
+    The first failure is kept as ``error.failure`` (``transact`` retries a block whose first
+    failure was a conflict, even if the body caught that error and carried on)."""
+    error = DatabaseError(
         DbErrorKind.TRANSACTION_ABORTED,
         f"an earlier statement in this transaction failed ({failure}); its block is rolled back "
         "when it exits (wrap a statement that may fail in a nested transaction() to recover)",
     )
+    error.failure = failure
+    return error
+
+
+def is_conflict(error: BaseException) -> bool:
+    """True for a conflict, or for a block aborted because one of its statements hit a conflict."""
+    if not isinstance(error, DatabaseError):
+        return False
+    if error.kind is DbErrorKind.CONFLICT:
+        return True
+    failure = error.failure
+    return failure is not None and failure.kind is DbErrorKind.CONFLICT

@@ -17,7 +17,9 @@ that). The rules:
   and a warning names the cycle.
 - **Concurrent boots apply each file once.** On PostgreSQL each migration transaction first takes
   a transaction-scoped advisory lock (per schema), on SQLite ``BEGIN IMMEDIATE`` is the lock; the
-  file is then re-checked inside the transaction, so a process that lost the race skips it.
+  file is then re-checked inside the transaction, so a process that lost the race skips it. These
+  transactions are READ COMMITTED, so the re-check sees what the winner committed while this one
+  waited for the lock (a SERIALIZABLE snapshot would be taken before the lock was granted).
 - **Statements are split** by :func:`tools.db.sqltext.split_statements` (literals, comments,
   dollar quotes and trigger bodies are respected), so the same file works on both engines as far
   as its SQL does. ``BEGIN``/``COMMIT`` in a file is refused: on PostgreSQL a ``COMMIT`` there
@@ -52,7 +54,7 @@ class MigrationEngine(Protocol):
 
     dialect: Dialect
 
-    def transaction(self) -> Any: ...
+    def transaction(self, isolation: str | None = None) -> Any: ...
 
     async def run_script_statement(self, sql: str) -> None: ...
 
@@ -167,7 +169,7 @@ def _break_cycle(waiting_on: dict[str, set[str]], remaining: set[str]) -> str:
 async def apply_migrations(engine: MigrationEngine, directory: Path) -> list[str]:
     """Apply what is pending under ``directory``; return the names applied by this call."""
     migrations = discover(directory)
-    async with engine.transaction():
+    async with engine.transaction("read_committed"):
         await engine.lock_migrations()
         await engine.run_script_statement(
             f"CREATE TABLE IF NOT EXISTS {TABLE} "
@@ -190,7 +192,7 @@ async def apply_migrations(engine: MigrationEngine, directory: Path) -> list[str
 
 
 async def _apply(engine: MigrationEngine, migration: Migration) -> bool:
-    async with engine.transaction():
+    async with engine.transaction("read_committed"):
         await engine.lock_migrations()
         row = await engine.query_one(f"SELECT checksum FROM {TABLE} WHERE name = $1", (migration.name,))
         if row is not None:  # another process applied it while we were waiting

@@ -14,6 +14,15 @@ The same rules as the SQLite engine hold, so a plugin behaves identically on bot
   the transaction, and the connection goes back to the pool clean;
 - ``execute`` returns the affected row count, parsed from the command tag (``INSERT 0 3`` -> 3).
 
+**Isolation.** A ``transaction()`` block starts with ``BEGIN ISOLATION LEVEL SERIALIZABLE`` unless
+``DB_ISOLATION`` (or the block's own ``isolation=``) says otherwise, so a block behaves as if it ran
+alone — what SQLite's single writer gives — and a block that reads a row and writes it back can
+never silently lose a concurrent update: PostgreSQL aborts one of the two with SQLSTATE 40001,
+raised as :class:`~tools.db.errors.ConflictError` (``kind="conflict"``). ``DbTool.transact`` runs
+the body again on such a conflict. Nested blocks are savepoints and inherit the outermost level.
+Single statements outside a block run in their own READ COMMITTED transaction (each one is atomic:
+``UPDATE t SET n = n + 1`` never loses an increment).
+
 Nothing is retried here: a statement whose connection dropped may or may not have run.
 """
 
@@ -27,6 +36,7 @@ from typing import Any
 import asyncpg
 
 from .errors import DatabaseError, DatabaseUnavailableError, DbErrorKind, transaction_aborted
+from .isolation import isolation_sql
 from .placeholders import check_params, prepare
 from .postgres_errors import translate
 from .sqltext import Dialect
@@ -53,8 +63,18 @@ class PostgresEngine:
 
     dialect = Dialect.POSTGRES
 
-    def __init__(self, dsn: str, *, pool_min: int, pool_max: int, connect_timeout: float) -> None:
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        pool_min: int,
+        pool_max: int,
+        connect_timeout: float,
+        isolation: str = "serializable",
+    ) -> None:
         self.dsn = dsn
+        self.isolation = isolation
+        self._begin = f"BEGIN ISOLATION LEVEL {isolation_sql(isolation)}"
         self.pool_min = pool_min
         self.pool_max = pool_max
         self.connect_timeout = connect_timeout
@@ -62,7 +82,9 @@ class PostgresEngine:
         self._frames: dict[asyncio.Task[Any], _Frame] = {}
 
     def describe(self) -> str:
-        return f"postgresql pool of {self.pool_min}..{self.pool_max} connections"
+        return (
+            f"postgresql pool of {self.pool_min}..{self.pool_max} connections, transactions {self.isolation}"
+        )
 
     async def open(self) -> None:
         try:
@@ -148,8 +170,14 @@ class PostgresEngine:
 
     # -- transactions ------------------------------------------------------------------------------
 
-    def transaction(self) -> PostgresTransaction:
-        return PostgresTransaction(self)
+    def transaction(self, isolation: str | None = None) -> PostgresTransaction:
+        begin = self._begin if isolation is None else f"BEGIN ISOLATION LEVEL {isolation_sql(isolation)}"
+        return PostgresTransaction(self, begin)
+
+    def in_transaction(self) -> bool:
+        """True when the calling task has a transaction block open."""
+        task = _current_task()
+        return task is not None and task in self._frames
 
     async def health_check(self) -> bool:
         try:
@@ -161,10 +189,11 @@ class PostgresEngine:
 class PostgresTransaction:
     """``async with engine.transaction():`` — BEGIN on a borrowed connection, or a SAVEPOINT."""
 
-    __slots__ = ("_depth", "_engine", "_task")
+    __slots__ = ("_begin", "_depth", "_engine", "_task")
 
-    def __init__(self, engine: PostgresEngine) -> None:
+    def __init__(self, engine: PostgresEngine, begin: str) -> None:
         self._engine = engine
+        self._begin = begin
         self._depth = 0
         self._task: asyncio.Task[Any] | None = None
 
@@ -191,7 +220,7 @@ class PostgresTransaction:
         except Exception as exc:
             raise translate(exc) from exc
         try:
-            await connection.execute("BEGIN")
+            await connection.execute(self._begin)
         except BaseException as exc:
             await pool.release(connection)  # release() resets the connection (rolls back if needed)
             if isinstance(exc, Exception):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncpg
 from asyncpg.exceptions import _base as asyncpg_base
 
-from .errors import DatabaseError, DatabaseUnavailableError, DbErrorKind
+from .errors import ConflictError, DatabaseError, DatabaseUnavailableError, DbErrorKind
 
 _BY_SQLSTATE = {
     "23505": DbErrorKind.UNIQUE_VIOLATION,
@@ -47,6 +47,8 @@ def translate(exc: BaseException) -> DatabaseError:
         kind = _BY_SQLSTATE.get(sqlstate) or _BY_CLASS.get(sqlstate[:2], DbErrorKind.OTHER)
         if kind is DbErrorKind.UNAVAILABLE:
             return DatabaseUnavailableError(message, code=sqlstate)
+        if kind is DbErrorKind.CONFLICT:
+            return ConflictError(message, code=sqlstate)
         return DatabaseError(kind, message, code=sqlstate)
     if isinstance(exc, asyncpg_base.DataError):
         return DatabaseError(DbErrorKind.PARAMETERS, message)

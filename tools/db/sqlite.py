@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import DatabaseError, DatabaseUnavailableError, DbErrorKind, transaction_aborted
+from .isolation import isolation_sql
 from .placeholders import check_params, prepare
 from .sqlite_errors import ENGINE_ERRORS, is_busy, is_read_only, translate
 from .sqlite_worker import SqliteWorker
@@ -213,8 +214,16 @@ class SqliteEngine:
 
     # -- transactions ------------------------------------------------------------------------------
 
-    def transaction(self) -> SqliteTransaction:
+    def transaction(self, isolation: str | None = None) -> SqliteTransaction:
+        """A block; every block is serializable here (one writer), so ``isolation`` is only checked."""
+        if isolation is not None:
+            isolation_sql(isolation)
         return SqliteTransaction(self)
+
+    def in_transaction(self) -> bool:
+        """True when the calling task has a transaction block open."""
+        owner = self._owner
+        return owner is not None and owner is _current_task()
 
     async def health_check(self) -> bool:
         worker = self._readers[0] if self._readers else self._writer

@@ -22,8 +22,14 @@ Choices this module makes (each is tested):
   published by a subscriber gets ``parent_id`` = the event it is handling (chains are causal), log
   lines it writes are attributed to it, and an HTTP request id set by the
   ``http`` tool becomes the root of the chain the request starts.
-- **Failures are isolated.** A subscriber that raises is logged (with its identity, the event and
-  the traceback) and counted; the others still get the event and ``publish`` never sees it.
+- **Failures are isolated, retried, then dead-lettered** — the same rules on both backends. A
+  subscriber that raises is run again after ``EVENT_BUS_RETRY_BACKOFF_MS`` (200; doubling each
+  time, at most 10 s), up to ``EVENT_BUS_MAX_ATTEMPTS`` (5) runs; only the subscriber that failed
+  runs again. Then its failure is logged (with its identity, the event and the traceback) and
+  counted, and a dead letter kept (``dead_letters()``; in-process the newest
+  ``DEAD_LETTERS_KEPT``, replay and discard as on Redis). The others still get the event and
+  ``publish`` never sees it. In-process, nothing is ever redelivered (a crash loses what was in
+  flight, as it loses the process), so there is nothing to de-duplicate.
 - **Payloads** are JSON values, checked and deep-frozen once at ``publish``
   (:mod:`tools.event_bus.payload`): something else raises ``EventPayloadError`` and nothing is sent.
 - **Ids** are unique strings: a random prefix per bus plus a counter (cheap, and unique across
@@ -45,9 +51,19 @@ Choices this module makes (each is tested):
 With ``redis://...`` several processes share the bus (:mod:`tools.event_bus.redis_backend`):
 
 - **Groups.** ``subscribe(name, handler, group=...)`` puts the subscription in a group; by default
-  the subscribing plugin (``<domain>.<Class>``). Each group receives each event once across the
-  processes, and every group receives it; a handler that raises is retried and finally
-  dead-lettered (``dead_letters()``), instead of only being logged.
+  the subscribing plugin (``<domain>.<Class>``). Every group receives every event; a handler that
+  raises is retried and finally dead-lettered (``dead_letters()``, ``replay_dead_letter(id)``,
+  ``discard_dead_letter(id)``), instead of only being logged.
+- **Delivery is at least once.** An event is acknowledged only after its group's handlers
+  succeeded, so after a crash (or a publish the Redis client sent twice) a handler can see an
+  event again: **write handlers to be idempotent** (the event id is a good key). The bus removes
+  most duplicates itself: each group remembers the event ids it handled for
+  ``EVENT_BUS_DEDUP_TTL_SECONDS`` and skips a redelivered one, so a duplicate runs only when the
+  crash fell between a handler's effect and its acknowledgement. ``subscribe(..., dedupe=False)``
+  turns that off for the subscription's group. Entries are never trimmed before every group
+  acknowledged them, except past ``EVENT_BUS_STREAM_HARD_MAXLEN``, where each drop is counted,
+  logged and shown in the dump (``kernel.capabilities.event_bus.health``, with each group's lag;
+  also ``await event_bus.lag()``).
 - ``request`` is answered by whichever process handles the event; the trace stays per process
   (each record says which process delivered it); the dump's ``kernel.capabilities.event_bus``
   says which backend runs and whether it is shared.
@@ -56,9 +72,11 @@ With ``redis://...`` several processes share the bus (:mod:`tools.event_bus.redi
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import uuid
+from collections import deque
 from collections.abc import AsyncGenerator
 from time import perf_counter, time
 from typing import Any
@@ -72,13 +90,16 @@ from core.threads import run_in_daemon_thread
 from .backend import BrokerBackend, EventBackend, GroupOutcome, InProcessBackend, make_backend
 from .errors import EventBusError, EventNoReplyError, EventPayloadError, EventRequestTimeout
 from .events import Event, Handler, Subscription, default_group
-from .payload import freeze_json
+from .payload import freeze_json, to_json
+from .redis_settings import MAX_BACKOFF_MS, whole_setting
+from .redis_wire import process_label
 from .trace import Outcome, TraceListener, TraceLog, TraceRecord
 
 log = logging.getLogger("keel.event_bus")
 
 DEFAULT_TRACE_BUFFER = 1000
 DRAIN_SECONDS = 5.0
+DEAD_LETTERS_KEPT = 1000
 
 _event_var = current_event_id_var
 _identity_var = current_identity_var
@@ -111,10 +132,17 @@ class EventBusTool(BaseTool):
         self._prefix = uuid.uuid4().hex[:12] + "-"
         self.published = 0  # also the number in the next event's id
         self.failed_deliveries = 0
+        self.retried = 0
+        self.max_attempts = 5
+        self.retry_backoff_ms = 200
+        self._dead: deque[dict[str, Any]] = deque(maxlen=DEAD_LETTERS_KEPT)  # in-process letters
+        self._dead_count = 0
 
     # -- lifecycle ---------------------------------------------------------------------------------
 
     async def setup(self) -> None:
+        self.max_attempts = whole_setting("EVENT_BUS_MAX_ATTEMPTS", 5, minimum=1)
+        self.retry_backoff_ms = whole_setting("EVENT_BUS_RETRY_BACKOFF_MS", 200, minimum=0)
         self._backend = make_backend(os.environ.get("EVENT_BUS_URL", ""))
         self._backend.bind(self._receive)
         self._broker = self._backend if isinstance(self._backend, BrokerBackend) else None
@@ -206,8 +234,11 @@ class EventBusTool(BaseTool):
 
     # -- subscribing -------------------------------------------------------------------------------
 
-    async def subscribe(self, name: str, handler: Handler, *, group: str | None = None) -> None:
-        """Call ``handler(event)`` for every event named ``name`` from now on (``group``: see above)."""
+    async def subscribe(
+        self, name: str, handler: Handler, *, group: str | None = None, dedupe: bool = True
+    ) -> None:
+        """Call ``handler(event)`` for every event named ``name`` from now on (``group``, ``dedupe``:
+        see above)."""
         if type(name) is not str or not name:
             raise EventBusError(f"an event name is a non-empty string, got {name!r}")
         if not callable(handler):
@@ -227,6 +258,8 @@ class EventBusTool(BaseTool):
             subscription = Subscription(name, handler, identity_of(handler), owner, group)
             self._set(name, (*subscriptions, subscription))
         if self._broker is not None:
+            if not dedupe:
+                self._broker.set_dedupe(group, False)
             await self._broker.join(name, group)
 
     async def unsubscribe(self, name: str, handler: Handler) -> bool:
@@ -299,18 +332,25 @@ class EventBusTool(BaseTool):
         started = perf_counter()
         outcome, error, result = _OK, None, None
         try:
-            if subscription.is_async:
-                result = await subscription.handler(event)
-            else:
-                result = await run_in_daemon_thread(subscription.handler, event)
-                if asyncio.iscoroutine(result):
-                    result = await result
+            try:
+                if subscription.is_async:
+                    result = await subscription.handler(event)
+                else:
+                    result = await run_in_daemon_thread(subscription.handler, event)
+                    if asyncio.iscoroutine(result):
+                        result = await result
+            except Exception as first:
+                if self._broker is not None or self.max_attempts <= 1:
+                    raise  # a broker retries the group itself
+                result = await self._retry(subscription, event, first)
             if result is not None and self._replies:
                 self._answer(event, result)
         except Exception as exc:
             outcome, error = Outcome.ERROR, f"{type(exc).__name__}: {exc}"
             subscription.failed += 1
             self.failed_deliveries += 1
+            if self._broker is None:
+                self._dead_letter(subscription, event, error)
             log.error(
                 "subscriber %s failed on %s (event %s): %s",
                 subscription.identity,
@@ -333,6 +373,78 @@ class EventBusTool(BaseTool):
                     self._unanswered(event)
             self._tasks.pop(record if index == 0 else (record, index), None)  # _delivery_key
         return result
+
+    async def _retry(self, subscription: Subscription, event: Event, failure: Exception) -> Any:
+        """In-process: run a failed subscriber again with backoff; its result, or its last error."""
+        for attempt in range(1, self.max_attempts):
+            self.retried += 1
+            log.warning(
+                "subscriber %s failed on %s (event %s, attempt %d of %d): %s: %s; retrying",
+                subscription.identity,
+                event.name,
+                event.id,
+                attempt,
+                self.max_attempts,
+                type(failure).__name__,
+                failure,
+                extra={"event_id": event.id, "event_name": event.name, "subscriber": subscription.identity},
+            )
+            await asyncio.sleep(min(self.retry_backoff_ms * 2.0 ** (attempt - 1), MAX_BACKOFF_MS) / 1000)
+            try:
+                if subscription.is_async:
+                    return await subscription.handler(event)
+                result = await run_in_daemon_thread(subscription.handler, event)
+                return await result if asyncio.iscoroutine(result) else result
+            except Exception as exc:
+                failure = exc
+        raise failure
+
+    def _dead_letter(self, subscription: Subscription, event: Event, error: str) -> None:
+        """In-process: keep a dead letter shaped like the Redis bus's."""
+        self._dead_count += 1
+        self._dead.append(
+            {
+                "dead_letter_id": f"{self._prefix}dead-{self._dead_count}",
+                "id": event.id,
+                "name": event.name,
+                "payload": json.loads(to_json(event.payload)),
+                "parent": event.parent_id,
+                "emitter": event.emitter,
+                "ts": event.timestamp,
+                "group": subscription.group,
+                "error": f"{subscription.identity}: {error}",
+                "failures": {subscription.identity: error},
+                "attempts": self.max_attempts,
+                "failed_at": time(),
+                "consumer": process_label(),
+            }
+        )
+
+    def _replay(self, letter: dict[str, Any]) -> None:
+        """In-process: deliver a dead letter's event again to the subscribers that gave up on it."""
+        event = _new_event(
+            Event,
+            (
+                letter["id"],
+                letter["name"],
+                freeze_json(letter["payload"]),
+                letter["parent"],
+                letter["emitter"],
+                letter["ts"],
+            ),
+        )
+        chosen = [
+            s
+            for s in self._subscribers.get(event.name, _NO_SUBSCRIBERS)[0]
+            if s.group == letter["group"] and s.identity in letter["failures"]
+        ]
+        record = TraceRecord(event, [s.identity for s in chosen])
+        self._trace.keep(record)
+        create_task = asyncio.get_running_loop().create_task
+        for index, subscription in enumerate(chosen):
+            self._tasks[_delivery_key(record, index)] = create_task(
+                self._deliver(subscription, event, record, index)
+            )
 
     async def _deliver_group(
         self, event: Event, group: str, only: frozenset[str] | None
@@ -409,10 +521,53 @@ class EventBusTool(BaseTool):
         self._trace.remove_listener(listener)
 
     async def dead_letters(self, limit: int = 100) -> list[dict[str, Any]]:
-        """The newest ``limit`` events a group gave up on, newest first (a shared broker only)."""
+        """The newest ``limit`` events a group gave up on, newest first."""
         if self._broker is None:
-            return []
+            return [dict(letter) for letter in reversed(self._dead)][:limit]
         return await self._broker.dead_letters(limit)
+
+    async def replay_dead_letter(self, letter_id: str) -> bool:
+        """Deliver a dead letter's event again to the group that gave up on it, and remove the letter.
+
+        False when there is no such letter (already replayed or discarded)."""
+        if self._broker is None:
+            letter = self._take_letter(letter_id)
+            if letter is not None:
+                self._replay(letter)
+            return letter is not None
+        return await self._broker.replay_dead_letter(letter_id)
+
+    async def discard_dead_letter(self, letter_id: str) -> bool:
+        """Delete a dead letter; False when there is no such letter."""
+        if self._broker is None:
+            return self._take_letter(letter_id) is not None
+        return await self._broker.discard_dead_letter(letter_id)
+
+    def _take_letter(self, letter_id: str) -> dict[str, Any] | None:
+        for letter in self._dead:
+            if letter["dead_letter_id"] == letter_id:
+                self._dead.remove(letter)
+                return letter
+        return None
+
+    async def lag(self) -> dict[str, dict[str, dict[str, Any]]]:
+        """Per event name and group: ``pending`` (being handled or retried, not yet done) and
+        ``unread`` (waiting in the stream; always 0 in-process, where delivery starts at publish)."""
+        if self._broker is not None:
+            return await self._broker.lag()
+        report: dict[str, dict[str, dict[str, Any]]] = {}
+        for name, (subscriptions, _) in self._subscribers.items():
+            for subscription in subscriptions:
+                report.setdefault(name, {})[subscription.group] = {"pending": 0, "unread": 0}
+        groups = {(s.name, s.identity): s.group for subs, _ in self._subscribers.values() for s in subs}
+        for key in list(self._tasks):
+            record, index = key if isinstance(key, tuple) else (key, 0)
+            if not isinstance(record, TraceRecord) or record.results[index] is not None:
+                continue
+            group = groups.get((record.event.name, record.subscribers[index]))
+            if group is not None:
+                report[record.event.name][group]["pending"] += 1
+        return report
 
     def stats(self) -> dict[str, Any]:
         """Counters for the dump: events published, failed deliveries, deliveries in flight."""
@@ -420,6 +575,8 @@ class EventBusTool(BaseTool):
             "backend": self._backend.describe(),
             "published": self.published,
             "failed_deliveries": self.failed_deliveries,
+            "retried": self.retried,
+            "dead_letters": len(self._dead) if self._broker is None else None,
             "in_flight": len(self._tasks),
             "trace_buffer": self._trace.size,
             **({"broker": dict(self._broker.counters)} if self._broker is not None else {}),

@@ -6,14 +6,31 @@ the names it subscribes to, and each process a consumer of its groups. So every 
 every event, and a group receives it once across all processes: whichever process reads it runs
 that group's handlers for the name (all of them, if a plugin subscribed several). A group is
 created at ``$`` the first time anyone subscribes it, so it receives the events published from
-then on — also while every one of its processes is down: they wait in the stream (up to
-``EVENT_BUS_STREAM_MAXLEN`` per name) and are delivered when a process comes back.
+then on — also while every one of its processes is down: they wait in the stream and are
+delivered when a process comes back.
 
-**At least once.** An entry is acknowledged (``XACK``) only after the group's handlers succeeded.
-A handler that raises is run again after ``EVENT_BUS_RETRY_BACKOFF_MS`` (doubling each time; only
-the handlers that failed run again), up to ``EVENT_BUS_MAX_ATTEMPTS`` runs; then the entry goes to
-the dead-letter stream with the error, the attempts, the group and its original id, and is
-acknowledged (both in one ``MULTI``). A process that dies holding unacknowledged entries leaves
+**Trimming follows the slowest group.** Publishing never trims. Every maintenance tick, a stream
+longer than ``EVENT_BUS_STREAM_MAXLEN`` loses its oldest entries, but only those every group on it
+has acknowledged (``XTRIM MINID`` at the oldest entry some group still pending or not yet read).
+Only past ``EVENT_BUS_STREAM_HARD_MAXLEN`` (10 x the soft length by default) are unacknowledged
+entries dropped; each drop is counted (``dropped_unread`` in the counters and the dump, per
+stream), and logged as an error naming the groups that lose events.
+
+**At least once.** An entry is acknowledged (``XACK``) only after the group's handlers succeeded,
+so a handler may see an event again (a crash between its effect and the acknowledgement, or a
+publish the client sent twice): handlers must be idempotent. **De-duplication** narrows that: the
+acknowledgement also records the event id for the group (``SET seen:<group>:<id> PX ttl`` in the
+same round trip, ``EVENT_BUS_DEDUP_TTL_SECONDS``), and an entry whose event id the group already
+handled is acknowledged without running the handlers (``duplicates_skipped``). Opt out per group
+with ``subscribe(..., dedupe=False)``. A handler that raises is run again after
+``EVENT_BUS_RETRY_BACKOFF_MS`` (doubling each time; only the handlers that failed run again), up
+to ``EVENT_BUS_MAX_ATTEMPTS`` runs, counted in the stream itself (the entry's delivery count,
+raised with ``XCLAIM ... RETRYCOUNT`` before each retry), so a crash does not reset it; then the
+entry goes to the dead-letter stream with the error, the attempts, the group and its original id,
+and is acknowledged (both in one ``MULTI``). A dead letter can be replayed to its group alone (the
+entry is re-added with ``only_group``; other groups acknowledge it unread) or discarded.
+
+A process that dies holding unacknowledged entries leaves
 them pending; every process looks for entries of its groups idle for ``EVENT_BUS_CLAIM_IDLE_MS``
 and claims them (``XAUTOCLAIM``). A process keeps the entries it is still working on fresh
 (``XCLAIM ... JUSTID`` every third of that time), so a slow handler is not mistaken for a dead
@@ -79,7 +96,9 @@ from .redis_wire import (
     event_fields,
     process_label,
     read_event,
+    replayed_fields,
     reply_fields,
+    stream_id_key,
 )
 
 log = logging.getLogger("keel.event_bus")
@@ -96,6 +115,8 @@ JOIN_WAIT_SECONDS = 1.0
 DRAIN_SECONDS = 5.0
 INBOX_MAXLEN = 10_000
 INBOX_TTL_MS = 600_000
+TRIM_SCAN = 10_000
+"""At most this many entries past the soft length are looked at per stream and tick."""
 _UNREACHABLE = (RedisConnectionError, RedisTimeoutError, OSError)
 _NO_NAMES: frozenset[str] = frozenset()
 
@@ -154,7 +175,22 @@ class RedisStreamsBackend:
         self._stop = asyncio.Event()
         self._closed = False
         self._unreachable_since: float | None = None
-        self.counters = {"delivered": 0, "retried": 0, "dead_lettered": 0, "claimed": 0, "replied": 0}
+        self._streams: set[str] = set()  # streams this process published to or reads
+        self._no_dedupe: set[str] = set()  # groups that opted out of de-duplication
+        self.counters = {
+            "delivered": 0,
+            "retried": 0,
+            "dead_lettered": 0,
+            "claimed": 0,
+            "replied": 0,
+            "duplicates_skipped": 0,
+            "trimmed": 0,
+            "dropped_unread": 0,
+        }
+        self.dropped: dict[str, int] = {}
+        """Unacknowledged entries dropped by the hard cap, per event name."""
+        self.health: dict[str, Any] = {"counters": self.counters, "dropped_unread": self.dropped, "lag": {}}
+        """Shown live in the dump (``kernel.capabilities.event_bus.health``)."""
 
     def _new_client(self, socket_timeout: float) -> Any:
         return aioredis.Redis.from_url(
@@ -200,8 +236,8 @@ class RedisStreamsBackend:
             raise EventBusUnavailableError("the event bus has been shut down")
         fields = event_fields(event)
         stream = self.keys.stream(event.name)
-        maxlen = self.settings.stream_maxlen or None
-        await self._call(self._pipeline.submit, lambda pipe: pipe.xadd(stream, fields, maxlen=maxlen))
+        self._streams.add(stream)
+        await self._call(self._pipeline.submit, lambda pipe: pipe.xadd(stream, fields))
 
     def describe(self) -> str:
         return f"redis streams at {_redacted(self.settings.url)} (prefix {self.settings.prefix!r})"
@@ -216,7 +252,22 @@ class RedisStreamsBackend:
             "dead_letter_stream": self.keys.dead,
             "claim_idle_ms": self.settings.claim_idle_ms,
             "max_attempts": self.settings.max_attempts,
+            "delivery": "at-least-once",
+            "dedup_ttl_seconds": self.settings.dedup_ttl_seconds,
+            "stream_maxlen": self.settings.stream_maxlen,
+            "stream_hard_maxlen": self.settings.stream_hard_maxlen,
+            "health": self.health,
         }
+
+    def set_dedupe(self, group: str, enabled: bool) -> None:
+        """Turn de-duplication by event id on or off for ``group`` (on by default)."""
+        if enabled:
+            self._no_dedupe.discard(group)
+        else:
+            self._no_dedupe.add(group)
+
+    def _dedupes(self, group: str) -> bool:
+        return self.settings.dedup_ttl_seconds > 0 and group not in self._no_dedupe
 
     # -- subscriptions -----------------------------------------------------------------------------
 
@@ -251,6 +302,7 @@ class RedisStreamsBackend:
     async def _ensure_groups(self, group: str, names: Iterable[str], *, start: str) -> None:
         for name in names:
             stream = self.keys.stream(name)
+            self._streams.add(stream)
             if (stream, group) in self._joined:
                 continue
             try:
@@ -373,6 +425,24 @@ class RedisStreamsBackend:
                 await self._dead_letter(stream, group, entry_id, fields, {"event_bus": str(exc)}, 0)
                 return
             event, reply_to = received.event, received.reply_to
+            only_group = fields.get("only_group")
+            if only_group is not None and only_group != group:  # a dead letter replayed to another group
+                await self._call(self._pipeline.ack, stream, group, entry_id)
+                return
+            if self._dedupes(group) and await self._call(
+                self._pipeline.submit, lambda pipe: pipe.exists(self.keys.seen(group, event.id))
+            ):
+                log.info(
+                    "event bus: group %s already handled event %s (%s); entry %s acknowledged unrun",
+                    group,
+                    event.id,
+                    event.name,
+                    entry_id,
+                )
+                await self._call(self._pipeline.ack, stream, group, entry_id)
+                self.counters["duplicates_skipped"] += 1
+                await self._reply(reply_to, event.id, group, ReplyKind.NONE, "a duplicate, handled before")
+                return
             if deliveries > self.settings.max_attempts:
                 reason = (
                     f"delivered {deliveries} times without being acknowledged "
@@ -381,7 +451,7 @@ class RedisStreamsBackend:
                 await self._dead_letter(stream, group, entry_id, fields, {"event_bus": reason}, 0)
                 await self._reply(reply_to, event.id, group, ReplyKind.NONE, reason)
                 return
-            await self._run(group, stream, entry_id, fields, event, reply_to)
+            await self._run(group, stream, entry_id, fields, event, reply_to, deliveries)
         except asyncio.CancelledError:
             raise  # the bus is stopping: the entry stays pending and another process claims it
         except (RedisError, EventBusError, *_UNREACHABLE) as exc:
@@ -404,13 +474,14 @@ class RedisStreamsBackend:
         fields: Mapping[str, str],
         event: Event,
         reply_to: str | None,
+        deliveries: int = 1,
     ) -> None:
         deliver = self._deliver
         if deliver is None:
             return
         only: frozenset[str] | None = None
         answer: Any = None
-        attempts = 0
+        attempts = max(0, deliveries - 1)  # runs before this delivery, as the stream counts them
         failures: dict[str, str] = {}
         while True:
             attempts += 1
@@ -420,10 +491,10 @@ class RedisStreamsBackend:
             if answer is None:
                 answer = outcome.answer
             if not outcome.failures:
-                self.counters["delivered"] += 1
                 if reply_to is not None:
                     await self._answer(reply_to, event.id, group, answer)
-                await self._call(self._pipeline.ack, stream, group, entry_id)
+                await self._settle(stream, group, entry_id, event.id)
+                self.counters["delivered"] += 1  # counted once acknowledged
                 return
             failures = outcome.failures
             only = frozenset(failures)
@@ -431,8 +502,36 @@ class RedisStreamsBackend:
                 break
             self.counters["retried"] += 1
             await asyncio.sleep(self.settings.backoff_seconds(attempts))
+            # The next run is delivery attempts + 1: record it in the stream, so that a process
+            # that claims the entry after a crash goes on counting from there.
+            await self._call(
+                self._client.xclaim,
+                stream,
+                group,
+                self.consumer,
+                0,
+                [entry_id],
+                retrycount=attempts + 1,
+                justid=True,
+            )
         await self._dead_letter(stream, group, entry_id, fields, failures, attempts)
         await self._reply(reply_to, event.id, group, ReplyKind.NONE, "its subscribers failed")
+
+    async def _settle(self, stream: str, group: str, entry_id: str, event_id: str) -> None:
+        """Acknowledge a handled entry, and mark its event id handled for the group.
+
+        Both go out in the same pipelined round trip (the mark queued first). Were the connection
+        to fail between them, the worst case is a mark without its acknowledgement: the entry is
+        delivered again and skipped as a duplicate, which is right, since its handlers succeeded."""
+        submit = self._pipeline.submit
+        if not self._dedupes(group):
+            await self._call(self._pipeline.ack, stream, group, entry_id)
+            return
+        key, ttl_ms = self.keys.seen(group, event_id), self.settings.dedup_ttl_seconds * 1000
+        await asyncio.gather(
+            self._call(submit, lambda pipe: pipe.set(key, "1", px=ttl_ms)),
+            self._call(self._pipeline.ack, stream, group, entry_id),
+        )
 
     async def _dead_letter(
         self,
@@ -478,11 +577,11 @@ class RedisStreamsBackend:
         self._requests[event.id] = waiting
         stream = self.keys.stream(event.name)
         fields = event_fields(event, reply_to=self.inbox)
-        maxlen = self.settings.stream_maxlen or None
+        self._streams.add(stream)
         try:
             async with asyncio.timeout(timeout):
                 pipe = self._client.pipeline(transaction=True)
-                pipe.xadd(stream, fields, maxlen=maxlen)
+                pipe.xadd(stream, fields)
                 pipe.xinfo_groups(stream)
                 _, groups = await self._call(pipe.execute)
                 if not groups:
@@ -576,6 +675,7 @@ class RedisStreamsBackend:
             try:
                 await self._keep_fresh()
                 await self._claim_stale()
+                await self.trim()
             except asyncio.CancelledError:
                 raise
             except (RedisError, EventBusError, *_UNREACHABLE) as exc:
@@ -649,6 +749,113 @@ class RedisStreamsBackend:
         """The newest ``limit`` dead letters, newest first."""
         entries = await self._call(self._client.xrevrange, self.keys.dead, count=limit)
         return [dead_letter_view(entry_id, fields) for entry_id, fields in entries or ()]
+
+    async def replay_dead_letter(self, letter_id: str) -> bool:
+        """Deliver a dead letter's event again, to its group only; False if there is no such letter.
+
+        The letter leaves the dead-letter stream in the same ``MULTI`` that re-adds the event."""
+        entries = await self._call(self._client.xrange, self.keys.dead, min=letter_id, max=letter_id)
+        if not entries:
+            return False
+        letter = entries[0][1]
+        stream = self.keys.stream(letter.get("name", ""))
+        pipe = self._client.pipeline(transaction=True)
+        pipe.xadd(stream, replayed_fields(letter))
+        pipe.xdel(self.keys.dead, letter_id)
+        await self._call(pipe.execute)
+        self._streams.add(stream)
+        log.info("event bus: dead letter %s replayed to group %s", letter_id, letter.get("group"))
+        return True
+
+    async def discard_dead_letter(self, letter_id: str) -> bool:
+        """Delete a dead letter; False if there is no such letter."""
+        return bool(await self._call(self._client.xdel, self.keys.dead, letter_id))
+
+    # -- trimming by the slowest group, and lag --------------------------------------------------
+
+    async def lag(self) -> dict[str, dict[str, dict[str, Any]]]:
+        """Per event name and group: entries pending (read, not acknowledged) and not yet read."""
+        report: dict[str, dict[str, dict[str, Any]]] = {}
+        for stream in sorted(self._streams):
+            try:
+                groups = await self._call(self._client.xinfo_groups, stream)
+            except EventBusError:
+                continue  # the stream does not exist (yet)
+            name = self.keys.name_of(stream)
+            for info in groups:
+                report.setdefault(name, {})[str(info["name"])] = {
+                    "pending": int(info.get("pending") or 0),
+                    "unread": info.get("lag"),
+                    "last_delivered": info.get("last-delivered-id"),
+                }
+        self.health["lag"] = report
+        return report
+
+    async def trim(self) -> None:
+        """Trim every stream this process knows past its soft length, by its slowest group."""
+        if not self.settings.stream_maxlen and not self.settings.stream_hard_maxlen:
+            return
+        for stream in sorted(self._streams):
+            await self._trim(stream)
+        await self.lag()
+
+    async def _trim(self, stream: str) -> None:
+        soft, hard = self.settings.stream_maxlen, self.settings.stream_hard_maxlen
+        length = int(await self._call(self._client.xlen, stream))
+        if soft and length > soft:
+            bound = await self._oldest_needed(stream)
+            # In one script, so that two processes trimming at once cannot both cut from the front.
+            removed = int(
+                await self._call(self._client.eval, _TRIM_SCRIPT, 1, stream, soft, bound or "", TRIM_SCAN)
+            )
+            self.counters["trimmed"] += removed
+            length -= removed
+        if hard and length > hard:
+            behind = await self._groups_behind(stream, length - hard)
+            dropped = int(await self._call(self._client.xtrim, stream, maxlen=hard, approximate=False))
+            if dropped:
+                name = self.keys.name_of(stream)
+                self.counters["dropped_unread"] += dropped
+                self.dropped[name] = self.dropped.get(name, 0) + dropped
+                log.error(
+                    "event bus: %s is over EVENT_BUS_STREAM_HARD_MAXLEN (%d): dropped its %d oldest "
+                    "entries, which groups %s had not acknowledged",
+                    name,
+                    hard,
+                    dropped,
+                    ", ".join(behind) or "(none known)",
+                )
+
+    async def _oldest_needed(self, stream: str) -> str | None:
+        """The oldest entry id some group on ``stream`` has not acknowledged (``None``: none is)."""
+        groups = await self._call(self._client.xinfo_groups, stream)
+        oldest: str | None = None
+        for info in groups:
+            if int(info.get("pending") or 0):
+                summary = await self._call(self._client.xpending, stream, info["name"])
+                needed = str(summary["min"])
+            else:
+                needed = _successor(str(info["last-delivered-id"]))
+            if oldest is None or stream_id_key(needed) < stream_id_key(oldest):
+                oldest = needed
+        if oldest is None:  # no group: nobody will read these entries
+            return None
+        return oldest
+
+    async def _groups_behind(self, stream: str, count: int) -> list[str]:
+        """The groups that have not acknowledged every one of the oldest ``count`` entries."""
+        cut = await self._call(self._client.xrange, stream, count=min(count, TRIM_SCAN))
+        if not cut:
+            return []
+        last = cut[-1][0]
+        groups = await self._call(self._client.xinfo_groups, stream)
+        behind = []
+        for info in groups:
+            pending = int(info.get("pending") or 0)
+            delivered = str(info["last-delivered-id"])
+            if pending or stream_id_key(delivered) < stream_id_key(last):
+                behind.append(str(info["name"]))
+        return sorted(behind)
 
     # -- stopping ----------------------------------------------------------------------------------
 
@@ -731,6 +938,30 @@ class RedisStreamsBackend:
                 "event bus: Redis is reachable again after %.1fs", time.monotonic() - self._unreachable_since
             )
             self._unreachable_since = None
+
+
+_TRIM_SCRIPT = """
+local length = redis.call('XLEN', KEYS[1])
+local soft = tonumber(ARGV[1])
+if length <= soft then return 0 end
+local excess = redis.call('XRANGE', KEYS[1], '-', '+', 'COUNT', math.min(length - soft, tonumber(ARGV[3])))
+if #excess == 0 then return 0 end
+local ms, seq = string.match(excess[#excess][1], '^(%d+)-(%d+)$')
+ms, seq = tonumber(ms), tonumber(seq) + 1
+if ARGV[2] ~= '' then
+  local bms, bseq = string.match(ARGV[2], '^(%d+)-(%d+)$')
+  bms, bseq = tonumber(bms), tonumber(bseq)
+  if bms < ms or (bms == ms and bseq < seq) then ms, seq = bms, bseq end
+end
+return redis.call('XTRIM', KEYS[1], 'MINID', string.format('%d-%d', ms, seq))
+"""
+"""Trim ``KEYS[1]`` to its soft length ``ARGV[1]`` but never past ``ARGV[2]``, the oldest entry id a
+group still needs (empty: none is), looking at most at ``ARGV[3]`` entries."""
+
+
+def _successor(entry_id: str) -> str:
+    ms, seq = stream_id_key(entry_id)
+    return f"{ms}-{seq + 1}"
 
 
 def _retry_delay(failures: int) -> float:

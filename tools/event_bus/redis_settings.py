@@ -9,8 +9,13 @@
 ``EVENT_BUS_MAX_ATTEMPTS``          5             handler runs per entry before it is dead-lettered
 ``EVENT_BUS_RETRY_BACKOFF_MS``      200           the wait before the first retry; doubled each
                                                   time, at most ``MAX_BACKOFF_MS``
-``EVENT_BUS_STREAM_MAXLEN``         100000        entries kept per event name (approximately);
-                                                  ``0`` keeps every entry
+``EVENT_BUS_STREAM_MAXLEN``         100000        entries kept per event name: beyond it the
+                                                  oldest are trimmed, but only once every group
+                                                  has acknowledged them; ``0`` keeps every entry
+``EVENT_BUS_STREAM_HARD_MAXLEN``    10 x MAXLEN   the cap that does drop unacknowledged entries
+                                                  (counted, logged, in the dump); ``0`` = none
+``EVENT_BUS_DEDUP_TTL_SECONDS``     86400         how long a group remembers the event ids it
+                                                  handled, to skip redeliveries; ``0`` = off
 ``EVENT_BUS_CONCURRENCY``           256           deliveries running at once in this process
 ``EVENT_BUS_CONNECT_TIMEOUT``       5             seconds to reach Redis
 ==================================  ============  ===============================================
@@ -39,17 +44,28 @@ class RedisBusSettings:
     stream_maxlen: int = 100_000
     concurrency: int = 256
     connect_timeout: float = 5.0
+    stream_hard_maxlen: int = 1_000_000
+    dedup_ttl_seconds: int = 86_400
 
     @classmethod
     def from_env(cls, url: str) -> RedisBusSettings:
         prefix = os.environ.get("EVENT_BUS_PREFIX", "").strip() or cls.prefix
+        maxlen = _whole("EVENT_BUS_STREAM_MAXLEN", cls.stream_maxlen, minimum=0)
+        hard = _whole("EVENT_BUS_STREAM_HARD_MAXLEN", 10 * maxlen, minimum=0)
+        if hard and hard < maxlen:
+            raise ValueError(
+                f"EVENT_BUS_STREAM_HARD_MAXLEN ({hard}) must be 0 or at least "
+                f"EVENT_BUS_STREAM_MAXLEN ({maxlen})"
+            )
         return cls(
             url=url,
             prefix=prefix,
             claim_idle_ms=_whole("EVENT_BUS_CLAIM_IDLE_MS", cls.claim_idle_ms, minimum=10),
             max_attempts=_whole("EVENT_BUS_MAX_ATTEMPTS", cls.max_attempts, minimum=1),
             retry_backoff_ms=_whole("EVENT_BUS_RETRY_BACKOFF_MS", cls.retry_backoff_ms, minimum=0),
-            stream_maxlen=_whole("EVENT_BUS_STREAM_MAXLEN", cls.stream_maxlen, minimum=0),
+            stream_maxlen=maxlen,
+            stream_hard_maxlen=hard,
+            dedup_ttl_seconds=_whole("EVENT_BUS_DEDUP_TTL_SECONDS", cls.dedup_ttl_seconds, minimum=0),
             concurrency=_whole("EVENT_BUS_CONCURRENCY", cls.concurrency, minimum=1),
             connect_timeout=env_float("EVENT_BUS_CONNECT_TIMEOUT", cls.connect_timeout)
             or cls.connect_timeout,
@@ -59,6 +75,11 @@ class RedisBusSettings:
         """How long to wait after the ``failed_attempts``-th failure before running the handler again."""
         delay_ms = self.retry_backoff_ms * 2.0 ** (failed_attempts - 1)
         return min(delay_ms, MAX_BACKOFF_MS) / 1000
+
+
+def whole_setting(name: str, default: int, *, minimum: int) -> int:
+    """A whole-number setting of at least ``minimum`` (``default`` when unset); ``ValueError`` else."""
+    return _whole(name, default, minimum=minimum)
 
 
 def _whole(name: str, default: int, *, minimum: int) -> int:

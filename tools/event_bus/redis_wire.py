@@ -55,6 +55,10 @@ class Keys:
     def inbox(self, consumer: str) -> str:
         return f"{self.prefix}inbox:{consumer}"
 
+    def seen(self, group: str, event_id: str) -> str:
+        """The de-duplication mark of ``event_id`` for ``group`` (expires after the TTL)."""
+        return f"{self.prefix}seen:{group}:{event_id}"
+
 
 def event_fields(event: Event, *, reply_to: str | None = None) -> dict[str, str]:
     """The stream entry of ``event`` (its payload already checked and frozen by the bus)."""
@@ -140,6 +144,25 @@ def dead_letter_fields(
         }
     )
     return letter
+
+
+LETTER_ONLY_FIELDS = frozenset(
+    {"stream_id", "group", "error", "failures", "attempts", "failed_at", "consumer"}
+)
+
+
+def replayed_fields(letter: Mapping[str, str]) -> dict[str, str]:
+    """The stream entry that replays a dead letter: the original event, for its group only."""
+    fields = {key: value for key, value in letter.items() if key not in LETTER_ONLY_FIELDS}
+    fields["only_group"] = letter.get("group", "")
+    fields["replayed_from"] = letter.get("stream_id", "")
+    return fields
+
+
+def stream_id_key(entry_id: str) -> tuple[int, int]:
+    """``"ms-seq"`` as a tuple that orders like the stream does."""
+    ms, _, seq = entry_id.partition("-")
+    return int(ms), int(seq or 0)
 
 
 def dead_letter_view(entry_id: str, fields: Mapping[str, str]) -> dict[str, Any]:

@@ -46,7 +46,9 @@ declared), ``AGENTS_CANCEL_GRACE_SECONDS`` (5: how long a cancelled run may take
 point before its task is cancelled), ``AGENTS_EVENTS_POLL_SECONDS`` (1: how often a stream of a run
 running in another process re-reads its checkpoint), ``AGENTS_MODEL_RETRIES`` (3 attempts for a
 model call that fails transiently before its first token), ``AGENTS_TOOL_RECORD_TTL_SECONDS``
-(one week: how long a tool result is kept for a resumed run), ``AGENT_RUN_LEASE_SECONDS`` (15: how
+(one week: how long a tool result is kept for a resumed run), ``AGENTS_TOOL_GRACE_SECONDS`` (5: at
+shutdown, how long a tool call in flight may take to finish), ``AGENTS_RUN_RETENTION_SECONDS``
+(30 days: how long a finished run is kept; 0 keeps every run), ``AGENT_RUN_LEASE_SECONDS`` (15: how
 long a process's claim on a run it executes lasts without renewal; when several processes share
 the database, a run whose process was killed is taken over by another within about that long).
 """
@@ -137,6 +139,8 @@ class AgentRunsPlugin(BasePlugin):
                 cancel_grace=env_float("AGENTS_CANCEL_GRACE_SECONDS", 5.0),
                 poll=env_float("AGENTS_EVENTS_POLL_SECONDS", 1.0) or 1.0,
                 lease=_lease_seconds(),
+                tool_grace=env_float("AGENTS_TOOL_GRACE_SECONDS", 5.0),
+                retention=env_float("AGENTS_RUN_RETENTION_SECONDS", 30 * 24 * 3600.0),
             ),
         )
         publish_manager(container, self.manager)  # for triggered runs (domains.agents.runs.triggers)

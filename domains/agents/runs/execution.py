@@ -27,6 +27,7 @@ Cancelling the run's token stops it at the next event (even mid-answer) or safe 
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -82,8 +83,12 @@ class RunExecution:
         token: CancellationToken,
         *,
         resumed: bool,
+        tool_idle: asyncio.Event | None = None,
+        stopping: Callable[[], bool] | None = None,
     ) -> None:
         self.record = record
+        self.tool_idle = tool_idle
+        self.stopping = stopping
         self.spec = spec
         self.services = services
         self.feed = feed
@@ -117,7 +122,7 @@ class RunExecution:
             tool_middleware=[
                 meter(),
                 tracing(),
-                record_tool_results(services.store, ttl=services.tool_record_ttl),
+                record_tool_results(services.store, ttl=services.tool_record_ttl, fence=self.fence),
                 *(services.tool_policies(self) if services.tool_policies else ()),
             ],
         )
@@ -213,12 +218,22 @@ class RunExecution:
             self.feed.publish(str(kind), event_data(event))
             await self.save()
             current_call_key.set(key)  # read by the tool middleware that records the result
+            if self.tool_idle is not None:
+                self.tool_idle.clear()
             return
         if kind == StreamEventKind.TOOL_RESULT:
             current_call_key.set(None)
             record.pending = None
             self.feed.publish(str(kind), event_data(event))
-            await self.save()
+            try:
+                await self.save()
+            finally:
+                if self.tool_idle is not None:
+                    self.tool_idle.set()
+            if self.stopping is not None and self.stopping():
+                # The process is shutting down and let this call finish: stop at this safe point,
+                # as a cancelled task would, leaving the run ``running`` for the next process.
+                raise asyncio.CancelledError
             return
         self.feed.publish(str(kind), event_data(event))
 
@@ -237,6 +252,19 @@ class RunExecution:
         await self.services.checkpoint.save(checkpoint)
         record.version += 1
         record.status = target
+
+    async def fence(self) -> None:
+        """Raise ``CheckpointVersionConflict`` if another process moved the run past this one's last
+        checkpoint (it took the run over: its epoch is newer), so that nothing more is committed here."""
+        record = self.record
+        latest = await self.services.checkpoint.latest(record.run_id)
+        if latest is not None and latest.version != record.version:
+            epoch = latest.state.get("epoch") if hasattr(latest.state, "get") else None
+            raise CheckpointVersionConflict(
+                f"run {record.run_id!r}: checkpoint version {latest.version} (epoch {epoch}) was saved "
+                f"since this process's version {record.version} (epoch {record.epoch}); this process "
+                "lost the run and commits nothing more"
+            )
 
     async def _finish(self, result: AgentResult) -> None:
         record = self.record

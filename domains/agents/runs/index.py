@@ -12,6 +12,11 @@ run whose latest checkpoint is terminal is simply caught up.
 process that dies stops renewing, and once the lease has expired any process may claim the run
 with one conditional ``UPDATE`` (on both engines only one such update can match the row, so one
 process wins). A process that stops cleanly releases its leases, so others take over at once.
+A process that was killed cannot release them, but when it is restarted on the same host (the
+only process on an SQLite database, typically) it need not wait out its predecessor's lease:
+:meth:`RunIndex.orphaned_here` finds the runs leased to an owner of this host whose process id
+no longer exists, and :meth:`RunIndex.claim` takes them from that owner at once. (A pid reused
+by an unrelated process only makes that run wait for its lease, as before.)
 Times are the database's clock (``now`` below), never the processes', so hosts whose clocks
 disagree still agree on whether a lease has expired.
 """
@@ -39,6 +44,19 @@ _CLAIMABLE = "status = 'running' AND (owner IS NULL OR lease_expires_at IS NULL 
 def process_owner() -> str:
     """This process's lease owner id: ``<host>:<pid>:<random>`` (unique across restarts)."""
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+
+
+def _alive(pid: int) -> bool:
+    """Whether a process with this id exists on this host."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # it exists, under another user
+    except OSError:
+        return True
+    return True
 
 
 class RunIndex:
@@ -75,6 +93,15 @@ class RunIndex:
             "UPDATE agent_runs SET status = $1, updated_at = $2 WHERE id = $3", [status, time.time(), run_id]
         )
 
+    async def finished_before(self, cutoff: float, limit: int = 500) -> list[str]:
+        """Ids of runs that ended (any status but ``running``) before ``cutoff`` (unix seconds)."""
+        rows = await self._db.query(
+            "SELECT id FROM agent_runs WHERE status <> 'running' AND updated_at < $1 "
+            "ORDER BY updated_at LIMIT $2",
+            [cutoff, limit],
+        )
+        return [str(row["id"]) for row in rows]
+
     async def remove(self, run_id: str) -> None:
         await self._db.execute("DELETE FROM agent_runs WHERE id = $1", [run_id])
 
@@ -87,9 +114,34 @@ class RunIndex:
         )
         return [(str(row["id"]), str(row["agent"])) for row in rows]
 
-    async def claim(self, run_id: str) -> bool:
-        """Take the run's lease if it is still free or expired; True if this process now holds it."""
+    async def orphaned_here(self) -> list[tuple[str, str, str]]:
+        """``(run id, agent, owner)`` of the runs in flight leased to a process of this host that
+        no longer exists (it was killed), whatever their lease says."""
+        rows = await self._db.query(
+            "SELECT id, agent, owner FROM agent_runs WHERE status = 'running' AND owner IS NOT NULL "
+            "AND owner <> $1 ORDER BY created_at",
+            [self.owner],
+        )
+        host = socket.gethostname()
+        found = []
+        for row in rows:
+            owner = str(row["owner"])
+            owner_host, _, rest = owner.rpartition(":")[0].rpartition(":")
+            if owner_host == host and rest.isdigit() and not _alive(int(rest)):
+                found.append((str(row["id"]), str(row["agent"]), owner))
+        return found
+
+    async def claim(self, run_id: str, *, from_owner: str | None = None) -> bool:
+        """Take the run's lease if it is still free or expired (or, with ``from_owner``, if that
+        dead owner still holds it); True if this process now holds it."""
         now = self._now
+        if from_owner is not None:
+            taken = await self._db.execute(
+                f"UPDATE agent_runs SET owner = $1, lease_expires_at = {now} + $2 "
+                "WHERE id = $3 AND owner = $4 AND status = 'running'",
+                [self.owner, self.lease_seconds, run_id, from_owner],
+            )
+            return bool(taken)
         taken = await self._db.execute(
             f"UPDATE agent_runs SET owner = $1, lease_expires_at = {now} + $2 "
             f"WHERE id = $3 AND {_CLAIMABLE.format(now=now)}",

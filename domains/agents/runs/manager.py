@@ -14,8 +14,10 @@ and resuming at boot the runs a previous process left in flight.
   releases it, and the cancellation is lost). A run that is not running here is cancelled by saving
   a ``cancelled`` checkpoint on top of its latest one: if it is running in another process, that
   process's next save is refused and it stops.
-* ``resume_in_flight`` (at boot) claims and continues every indexed run in flight that no live
-  process holds (see leases below), once its agent is declared (waiting up to ``resume_wait``
+* ``resume_in_flight`` (at boot; then every lease tick for takeovers, at most half of the
+  orphans per tick, shuffled, so that the runs of a dead process spread over the survivors)
+  claims and continues every indexed run in flight that no live process holds (see leases below),
+  once its agent is declared (waiting up to ``resume_wait``
   seconds for the plugin that declares it); a run whose agent never appears is failed, saying so.
 * ``close`` (at shutdown) cancels the tasks, leaves every run as its last checkpoint has it
   (``running``) and releases their leases, so the next process — or another one already running
@@ -38,6 +40,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import random
 import time
 import uuid
 from collections.abc import AsyncIterator, Coroutine
@@ -60,6 +63,8 @@ from .record import RunRecord, usage_json
 log = logging.getLogger("keel.agents")
 
 CANCELLED_BY_REQUEST = "cancelled through the API"
+PURGE_EVERY = 60.0
+_FINAL = str(StreamEventKind.FINAL)
 
 
 @dataclass(frozen=True)
@@ -68,6 +73,10 @@ class RunSettings:
     cancel_grace: float = 5.0
     poll: float = 1.0
     lease: float = DEFAULT_LEASE_SECONDS
+    tool_grace: float = 5.0
+    """At shutdown, how long a tool call in flight may take to finish (and be checkpointed)."""
+    retention: float = 30 * 24 * 3600.0
+    """How long a finished run (its checkpoints and index row) is kept; 0 keeps it forever."""
 
 
 @dataclass(eq=False)
@@ -78,6 +87,8 @@ class LiveRun:
     feed: RunFeed
     token: CancellationToken = field(default_factory=CancellationToken)
     task: asyncio.Task[None] | None = None
+    tool_idle: asyncio.Event = field(default_factory=lambda: _set(asyncio.Event()))
+    """Clear while the run is inside a tool call (from its ``pending`` checkpoint to its result's)."""
 
 
 class RunManager:
@@ -96,6 +107,7 @@ class RunManager:
         self.live: dict[str, LiveRun] = {}
         self._background: set[asyncio.Task[Any]] = set()
         self._closing = asyncio.Event()
+        self._next_purge = 0.0
 
     # -- starting ----------------------------------------------------------------------------------
 
@@ -146,13 +158,23 @@ class RunManager:
     async def _execute(self, live: LiveRun, spec: Any, resumed: bool) -> None:
         record = live.record
         try:
-            await RunExecution(record, spec, self.services, live.feed, live.token, resumed=resumed).run()
+            await RunExecution(
+                record,
+                spec,
+                self.services,
+                live.feed,
+                live.token,
+                resumed=resumed,
+                tool_idle=live.tool_idle,
+                stopping=self._closing.is_set,
+            ).run()
         except CheckpointVersionConflict as exc:
             log.warning(
                 "agent run %s moved on elsewhere (%s); this process stops running it", record.run_id, exc
             )
             await self._quietly(self.index.release([record.run_id]))
         except asyncio.CancelledError:
+            live.tool_idle.set()
             live.feed.close()
             raise
         except Exception:
@@ -163,6 +185,7 @@ class RunManager:
             await self._quietly(self.index.release([record.run_id]))
         else:
             await self._quietly(self.index.set_status(record.run_id, str(record.status)))
+        live.tool_idle.set()
         live.feed.close()
         if self.live.get(record.run_id) is live:
             del self.live[record.run_id]
@@ -173,11 +196,26 @@ class RunManager:
         """Claim and continue the runs in flight that nobody holds a live lease on; the number
         resumed. ``any_agent=False`` leaves runs of agents not declared here to other processes."""
         claimed: list[str] = []
-        for run_id, agent in await self.index.claimable():
-            if run_id in self.live or self._closing.is_set():
-                continue
-            if not any_agent and self.catalog.get(agent) is None:
-                continue
+        if any_agent:  # at boot: the runs of this host's killed processes need not wait for their lease
+            for run_id, _agent, owner in await self.index.orphaned_here():
+                if run_id not in self.live and await self.index.claim(run_id, from_owner=owner):
+                    log.info("agent run %s: its process %s is gone; reclaiming it now", run_id, owner)
+                    claimed.append(run_id)
+        candidates = [
+            (run_id, agent)
+            for run_id, agent in await self.index.claimable()
+            if run_id not in self.live and (any_agent or self.catalog.get(agent) is not None)
+        ]
+        limit = len(candidates)
+        if not any_agent and limit > 1:
+            # A takeover: every survivor sees the same orphans. Each claims at most half of what
+            # it sees per tick, in its own random order, so they spread over the survivors
+            # instead of piling on whichever ticks first; the rest go at the next ticks.
+            random.shuffle(candidates)
+            limit = (limit + 1) // 2
+        for run_id, _agent in candidates:
+            if self._closing.is_set() or len(claimed) >= limit:
+                break
             if await self.index.claim(run_id):
                 claimed.append(run_id)
         outcomes = await asyncio.gather(*(self._resume(run_id) for run_id in claimed))
@@ -241,6 +279,7 @@ class RunManager:
         return self._follow(run_id, last_event_id)
 
     async def _follow(self, run_id: str, last_id: str | None) -> AsyncIterator[dict[str, Any]]:
+        final_sent = False
         while True:
             live = self.live.get(run_id)
             if live is not None:
@@ -251,6 +290,7 @@ class RunManager:
                         event = feed.events[position]
                         position += 1
                         last_id = event["id"]
+                        final_sent = final_sent or event["kind"] == _FINAL
                         yield sse_item(event)
                     if feed.closed:
                         break
@@ -258,7 +298,16 @@ class RunManager:
             record = await self.record_of(run_id)
             for event in record.events[position_after(record.events, last_id) :]:
                 last_id = event["id"]
+                final_sent = final_sent or event["kind"] == _FINAL
                 yield sse_item(event)
+            if record.terminal and not final_sent:
+                # Ended by another process (a cancellation) while this one still ran it: its
+                # ``final`` may carry an id this follower has already passed (the events this
+                # process published after its last checkpoint). Every follower gets it anyway.
+                final = next((e for e in reversed(record.events) if e["kind"] == _FINAL), None)
+                if final is not None:
+                    yield sse_item(final)
+                return
             if record.terminal or self._closing.is_set():
                 return
             # Running in another process, waiting to be resumed, or being cancelled: look again.
@@ -413,6 +462,9 @@ class RunManager:
             if failing:
                 log.info("agents: keeping leases works again")
             failing = False
+            if self.settings.retention > 0 and time.monotonic() >= self._next_purge:
+                self._next_purge = time.monotonic() + PURGE_EVERY
+                await self._quietly(self.purge_finished())
             if count:
                 log.info("agents: took over %d run(s) whose process stopped renewing its lease", count)
 
@@ -446,6 +498,7 @@ class RunManager:
         """Stop every task of this process; runs keep their last checkpoint (``running``) and their
         leases are released, for another process (or the next boot) to continue them."""
         self._closing.set()
+        await self._let_tool_calls_finish()
         tasks = [*self._background, *(live.task for live in self.live.values() if live.task is not None)]
         for task in tasks:
             task.cancel()
@@ -455,11 +508,49 @@ class RunManager:
         self.live.clear()
         await self._quietly(self.index.release())
 
+    async def purge_finished(self) -> int:
+        """Delete the runs that ended more than ``retention`` seconds ago (checkpoints first, then
+        the index row, so a run is never indexed without its state); the number deleted."""
+        if self.settings.retention <= 0:
+            return 0
+        ids = await self.index.finished_before(time.time() - self.settings.retention)
+        for run_id in ids:
+            await self.services.checkpoint.delete(run_id)
+            await self.index.remove(run_id)
+        if ids:
+            log.info("agents: deleted %d finished run(s) past their retention", len(ids))
+        return len(ids)
+
+    async def _let_tool_calls_finish(self) -> None:
+        """Give the runs inside a tool call up to ``tool_grace`` seconds to get its result
+        checkpointed, so a rolling deploy does not cut a side-effecting call off (whose outcome
+        the next process could then only call unknown). Leases are still renewed meanwhile."""
+        busy = [
+            live
+            for live in self.live.values()
+            if live.task is not None and not live.task.done() and not live.tool_idle.is_set()
+        ]
+        if not busy or self.settings.tool_grace <= 0:
+            return
+        grace = self.settings.tool_grace
+        log.info("agents: waiting up to %gs for %d tool call(s) in flight", grace, len(busy))
+        waits = [asyncio.ensure_future(live.tool_idle.wait()) for live in busy]
+        _, late = await asyncio.wait(waits, timeout=grace)
+        for wait in late:
+            wait.cancel()
+        if late:
+            log.warning("agents: %d tool call(s) did not finish within the shutdown grace", len(late))
+
     async def _quietly(self, work: Any) -> None:
         try:
             await work
         except Exception:
             log.exception("agents: updating the run index failed (the checkpoint remains the authority)")
+
+
+def _set(event: asyncio.Event) -> asyncio.Event:
+    event.set()
+    return event
 
 
 def _transient(exc: Exception) -> bool:

@@ -7,9 +7,10 @@ transcript like that. Before the cognition continues, each unanswered call is se
 * the call that was in flight (it is the checkpoint's ``pending`` call, so it may have run):
   - its result was recorded in the store after it returned: that result is used, the tool is not
     called again;
-  - nothing was recorded and the tool is side-effecting (``side_effecting = True``): it is *not*
-    repeated; the model is told the outcome is unknown, and can check or ask;
-  - nothing was recorded and the tool only reads: it is simply run again;
+  - nothing was recorded and the tool is side-effecting (every tool that does not declare
+    ``side_effecting = False``): it is *not* repeated; the model is told the outcome is unknown,
+    and can check or ask;
+  - nothing was recorded and the tool declares ``side_effecting = False``: it is run again;
 * a call that never started is run now, checkpointed before and after like any other.
 
 Running a tool here follows ``ReActCognition``'s rules: through ``ctx.invoker.tool`` (so the tool
@@ -29,7 +30,7 @@ from core.contracts.types import Message, Role, StreamEvent, StreamEventKind, To
 from core.execution.cancellation import Cancelled
 from core.runtime import MeterExceeded
 
-from .tool_records import call_key, recorded_result
+from .tool_records import call_key, is_side_effecting, recorded_result
 
 if TYPE_CHECKING:
     from .execution import RunExecution
@@ -71,7 +72,7 @@ async def finish_open_turn(execution: RunExecution, cognition: Cognition) -> Non
                 continue
             tool = tools.get(call.name)
             # A call still awaiting a human's approval never started: it is asked about again.
-            if tool is None or (getattr(tool, "side_effecting", False) and asked is None):
+            if tool is None or (is_side_effecting(tool) and asked is None):
                 await _answer(execution, call, UNKNOWN_OUTCOME, UNKNOWN_OUTCOME)
                 continue
         await execution.step(StreamEvent(StreamEventKind.TOOL_CALL, tool_call=call))
@@ -94,9 +95,7 @@ async def _run_tool(execution: RunExecution, call: ToolCall, tools: dict[str, To
         return text, text
     ctx = execution.ctx
     ctx.check_cancelled()
-    request = ToolRequest(
-        call.name, call.arguments, tool=tool, side_effecting=bool(getattr(tool, "side_effecting", False))
-    )
+    request = ToolRequest(call.name, call.arguments, tool=tool, side_effecting=is_side_effecting(tool))
     try:
         value = await ctx.invoker.tool(request, ctx)  # type: ignore[union-attr]
     except (Cancelled, MeterExceeded):

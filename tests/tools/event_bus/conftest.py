@@ -13,6 +13,8 @@ from tools.event_bus.event_bus_tool import EventBusTool
 async def event_bus(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[EventBusTool]:
     monkeypatch.delenv("EVENT_BUS_URL", raising=False)
     monkeypatch.delenv("EVENT_TRACE_BUFFER", raising=False)
+    monkeypatch.delenv("EVENT_BUS_MAX_ATTEMPTS", raising=False)
+    monkeypatch.setenv("EVENT_BUS_RETRY_BACKOFF_MS", "1")  # retries as on Redis, without the wait
     bus = EventBusTool()
     await bus.setup()
     yield bus

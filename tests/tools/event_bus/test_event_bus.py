@@ -165,7 +165,9 @@ async def test_log_lines_of_a_subscriber_are_attributed_to_it(
     await event_bus.publish("order.paid", {"order": 3})
     await completed(event_bus, 1)
     assert ("shop", "shop.Billing.on_paid", "charging order 3") in identities.lines
-    failures = [line for line in identities.lines if line[0] == "keel.event_bus"]
+    lines = [line for line in identities.lines if line[0] == "keel.event_bus"]
+    retries, failures = lines[:-1], lines[-1:]
+    assert len(retries) == 4 and all("retrying" in line[2] for line in retries)  # 5 attempts
     assert len(failures) == 1
     assert failures[0][1] == "shop.Billing.on_broken"  # the failure itself is logged as the subscriber
     assert "subscriber shop.Billing.on_broken failed on order.paid" in failures[0][2]

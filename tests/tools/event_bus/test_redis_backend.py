@@ -468,6 +468,8 @@ async def test_an_unreachable_redis_makes_the_bus_unavailable(monkeypatch: pytes
         ("EVENT_BUS_CLAIM_IDLE_MS", "soon"),
         ("EVENT_BUS_MAX_ATTEMPTS", "0"),
         ("EVENT_BUS_STREAM_MAXLEN", "-1"),
+        ("EVENT_BUS_STREAM_HARD_MAXLEN", "5"),
+        ("EVENT_BUS_DEDUP_TTL_SECONDS", "soon"),
     ],
 )
 async def test_bad_settings_fail_setup(monkeypatch: pytest.MonkeyPatch, name: str, value: str) -> None:
