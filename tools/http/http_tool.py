@@ -60,12 +60,14 @@ from core.reloader import base_owner, is_staging
 from core.settings import env_flag, env_float
 
 from .auth import ADMIN, AdminCheck, AuthGate, AuthMode, Validator, check_mode, is_admin
+from .bounds import Bounds, load_bounds
 from .endpoint import EndpointSpec, make_endpoint_app
 from .envelope import envelope, problem_for
 from .page import build_page, make_page_app
+from .protocol import bounded_protocol
 from .request_id import REQUEST_ID_KEY, RequestIdMiddleware
 from .routes import KeelRoute
-from .server import HTTP_PROTOCOL, KeelServer, bind_socket, is_loopback, url_of
+from .server import HTTP_PROTOCOL, CutOffAnswer, KeelServer, bind_socket, is_loopback, url_of
 from .sse import Closer, StreamTracker, make_sse_app
 
 try:
@@ -100,6 +102,7 @@ class HttpTool(BaseTool):
         self.heartbeat = 15.0
         self.access_log = False
         self.max_body = DEFAULT_MAX_BODY
+        self.bounds = Bounds()
         self._gate = AuthGate()
         self._streams = StreamTracker()
         self._routes: dict[tuple[str, str], KeelRoute] = {}
@@ -126,6 +129,8 @@ class HttpTool(BaseTool):
             if not raw_max.isdigit():
                 raise ValueError(f"HTTP_MAX_BODY_BYTES must be a number of bytes, got {raw_max!r}")
             self.max_body = int(raw_max)
+        self.bounds = load_bounds()
+        self._streams.per_client_limit = self.bounds.max_streams_per_client
 
     # -- registering endpoints -----------------------------------------------------------------
 
@@ -317,15 +322,21 @@ class HttpTool(BaseTool):
             error = ToolUnavailableError(message)
             self._fail_listening(error)
             raise error from exc
+        bounds = self.bounds
+        server: KeelServer | None = None
         config = uvicorn.Config(
-            self.asgi,
+            CutOffAnswer(self.asgi, lambda: server is not None and server.should_exit, REQUEST_ID_KEY),
             host=self.host,
             port=sock.getsockname()[1],
             log_config=None,
             access_log=self.access_log,
             lifespan="off",
-            http=HTTP_PROTOCOL,
+            http=bounded_protocol(bounds) if HTTP_PROTOCOL == "httptools" else HTTP_PROTOCOL,
+            h11_max_incomplete_event_size=bounds.max_header_bytes,
+            timeout_keep_alive=bounds.keepalive_timeout,  # type: ignore[arg-type]  # a float works
             timeout_graceful_shutdown=self.grace,  # type: ignore[arg-type]  # a float works
+            proxy_headers=bool(bounds.trusted_proxies),
+            forwarded_allow_ips=bounds.trusted_proxies_raw or None,
         )
         if self.access_log:
             # uvicorn silences its access logger process-wide when a server runs without it;
