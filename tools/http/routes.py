@@ -22,14 +22,17 @@ from fastapi.routing import APIRoute
 from pydantic import BaseModel
 from starlette.convertors import FloatConvertor, IntegerConvertor, UUIDConvertor
 from starlette.responses import JSONResponse, Response
-from starlette.routing import compile_path
+from starlette.routing import Match, compile_path
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from .endpoint import EndpointSpec
+from .endpoint import JSON_HEADERS, EndpointSpec
+from .envelope import envelope
+from .request_id import REQUEST_ID_KEY
 from .sse import Closer
 
 _CONVERTOR_TYPES: dict[type, type] = {IntegerConvertor: int, FloatConvertor: float, UUIDConvertor: uuid.UUID}
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+PATH_ERROR_KEY = "keel.path_error"
 
 
 class ErrorDetail(BaseModel):
@@ -133,7 +136,36 @@ class KeelRoute(APIRoute):
         self.in_flight = 0
         self._idle: asyncio.Event | None = None
 
+    def matches(self, scope: Scope) -> tuple[Match, Scope]:
+        try:
+            return super().matches(scope)
+        except (ValueError, OverflowError):
+            # A segment matched the convertor's pattern but does not convert (an int of 5000 digits
+            # is over Python's conversion limit): a 422 naming it, not a bug.
+            return Match.FULL, {"endpoint": self.endpoint, "path_params": {}, PATH_ERROR_KEY: True}
+
+    def _path_errors(self, scope: Scope) -> list[dict[str, Any]]:
+        match = self.path_regex.match(scope.get("path", ""))
+        fields: list[dict[str, Any]] = []
+        for name, value in (match.groupdict() if match else {}).items():
+            try:
+                self.param_convertors[name].convert(value)
+            except (ValueError, OverflowError) as exc:
+                fields.append({"field": name, "location": "path", "message": str(exc)[:200]})
+        return fields
+
+    async def _refuse_path(self, scope: Scope, send: Send) -> None:
+        fields = self._path_errors(scope)
+        names = ", ".join(f["field"] for f in fields) or "path"
+        body = envelope("invalid", f"invalid path parameter: {names}", scope.get(REQUEST_ID_KEY), fields)
+        headers = [JSON_HEADERS, (b"content-length", str(len(body)).encode())]
+        await send({"type": "http.response.start", "status": 422, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+
     async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope.get(PATH_ERROR_KEY):
+            await self._refuse_path(scope, send)
+            return
         self.in_flight += 1
         try:
             await super().handle(scope, receive, send)
