@@ -21,7 +21,8 @@ an endpoint in ``auth.py``. In short:
   request matches either every old route of the plugin or every new one, never neither);
   removed routes still serving requests are kept until ``drain_owner`` has seen them finish;
 - ``add_page`` serves fixed non-JSON content (an HTML page and its assets, ``page.py``);
-- OpenAPI at ``/docs`` and ``/openapi.json`` documents every route with its models and tags.
+- OpenAPI at ``/openapi.json`` documents every route with its models and tags; ``/docs`` (Swagger
+  UI) and ``/redoc`` show it with assets Keel serves itself (``docs.py``), so they work offline.
 
 Configuration (read in ``setup``): ``HOST`` (127.0.0.1), ``PORT`` (8000; 0 picks a free port, and
 the ``serving on http://host:port`` log line says which), ``SHUTDOWN_GRACE_SECONDS`` (10: how long
@@ -61,6 +62,7 @@ from core.settings import env_flag, env_float
 
 from .auth import ADMIN, AdminCheck, AuthGate, AuthMode, Validator, check_mode, is_admin
 from .bounds import Bounds, load_bounds
+from .docs import docs_routes
 from .endpoint import EndpointSpec, make_endpoint_app
 from .envelope import envelope, problem_for
 from .page import build_page, make_page_app
@@ -91,8 +93,13 @@ class HttpTool(BaseTool):
 
     def __init__(self) -> None:
         self.app = FastAPI(
-            title="Keel", description="Endpoints registered by Keel's plugins.", **_native_telemetry_off()
+            title="Keel",
+            description="Endpoints registered by Keel's plugins.",
+            docs_url=None,
+            redoc_url=None,
+            **_native_telemetry_off(),
         )
+        self.app.router.routes.extend(docs_routes())
         _install_error_handlers(self.app)
         self.asgi = RequestIdMiddleware(self.app)
         self.base_url: str | None = None
