@@ -65,6 +65,7 @@ from .bounds import Bounds, load_bounds
 from .docs import docs_routes
 from .endpoint import EndpointSpec, make_endpoint_app
 from .envelope import envelope, problem_for
+from .openapi import document_keel
 from .page import build_page, make_page_app
 from .protocol import bounded_protocol
 from .request_id import REQUEST_ID_KEY, RequestIdMiddleware
@@ -100,6 +101,17 @@ class HttpTool(BaseTool):
             **_native_telemetry_off(),
         )
         self.app.router.routes.extend(docs_routes())
+        generate = self.app.openapi
+
+        def openapi() -> dict[str, Any]:
+            if self.app.openapi_schema is None:
+                schema = generate()
+                with self._lock:
+                    specs = {(r.spec.method, r.spec.path): r.spec for r in self._routes.values()}
+                document_keel(schema, specs, self._gate.validator is not None)
+            return self.app.openapi_schema  # type: ignore[return-value]
+
+        self.app.openapi = openapi  # type: ignore[method-assign]
         _install_error_handlers(self.app)
         self.asgi = RequestIdMiddleware(self.app)
         self.base_url: str | None = None
@@ -152,6 +164,7 @@ class HttpTool(BaseTool):
         tags: list[str] | None = None,
         auth: AuthMode = False,
         status_code: int = 200,
+        query_model: type[BaseModel] | None = None,
     ) -> None:
         """Serve ``handler(data, context)`` (sync or async) at ``method path``; it returns the JSON body."""
         method = method.upper()
@@ -161,11 +174,16 @@ class HttpTool(BaseTool):
             isinstance(request_model, type) and issubclass(request_model, BaseModel)
         ):
             raise TypeError(f"request_model must be a pydantic model class, got {request_model!r}")
+        _check_model("query_model", query_model)
         if not isinstance(status_code, int) or not 100 <= status_code <= 599:
             raise ValueError(f"status_code must be an HTTP status between 100 and 599, got {status_code!r}")
         spec = self._spec(path, method, handler, tags, auth, sse=False)
         spec = dataclasses.replace(
-            spec, request_model=request_model, response_model=response_model, status_code=status_code
+            spec,
+            request_model=request_model,
+            response_model=response_model,
+            status_code=status_code,
+            query_model=query_model,
         )
         self._register(KeelRoute(spec, make_endpoint_app(spec, self._gate, self.max_body)))
 
@@ -176,9 +194,13 @@ class HttpTool(BaseTool):
         *,
         tags: list[str] | None = None,
         auth: AuthMode = False,
+        query_model: type[BaseModel] | None = None,
     ) -> None:
         """Serve ``GET path`` as server-sent events from ``stream(data, context)``'s async iterator."""
-        spec = self._spec(path, "GET", stream, tags, auth, sse=True)
+        _check_model("query_model", query_model)
+        spec = dataclasses.replace(
+            self._spec(path, "GET", stream, tags, auth, sse=True), query_model=query_model
+        )
         closer = Closer()
         app = make_sse_app(spec, self._gate, self.max_body, self._streams, closer, lambda: self.heartbeat)
         self._register(KeelRoute(spec, app, closer))
@@ -297,6 +319,7 @@ class HttpTool(BaseTool):
             return
         self._gate.validator = validator
         self._gate.validator_owner = current_plugin_var.get() if validator is not None else None
+        self.app.openapi_schema = None  # which operations need a token changes with it
 
     def set_admin_check(self, check: AdminCheck | None) -> None:
         """Replace the rule deciding which verified claims are an admin's; ``None`` restores the default."""
@@ -502,6 +525,11 @@ class HttpTool(BaseTool):
         registry = getattr(self, "kernel_registry", None)
         if registry is not None:
             registry.update_tool_status(self.name, ToolStatus.DEAD, message)
+
+
+def _check_model(what: str, model: object) -> None:
+    if model is not None and not (isinstance(model, type) and issubclass(model, BaseModel)):
+        raise TypeError(f"{what} must be a pydantic model class, got {model!r}")
 
 
 def _bracketed(host: str) -> str:

@@ -17,7 +17,7 @@ import inspect
 import uuid
 from typing import Any
 
-from fastapi import Body, Path
+from fastapi import Body, Path, Query
 from fastapi.routing import APIRoute
 from pydantic import BaseModel
 from starlette.convertors import FloatConvertor, IntegerConvertor, UUIDConvertor
@@ -62,13 +62,25 @@ def path_parameters(path: str) -> dict[str, type]:
 
 def _doc_endpoint(spec: EndpointSpec) -> Any:
     return _stand_in(
-        spec.path, spec.method, spec.sse, spec.request_model, inspect.getdoc(spec.handler), spec.identity
+        spec.path,
+        spec.method,
+        spec.sse,
+        spec.request_model,
+        inspect.getdoc(spec.handler),
+        spec.identity,
+        spec.query_model,
     )
 
 
 @functools.lru_cache(maxsize=1024)
 def _stand_in(
-    path: str, method: str, sse: bool, request_model: type[BaseModel] | None, doc: str | None, identity: str
+    path: str,
+    method: str,
+    sse: bool,
+    request_model: type[BaseModel] | None,
+    doc: str | None,
+    identity: str,
+    query_model: type[BaseModel] | None = None,
 ) -> Any:
     """The documentation stand-in for one endpoint shape, built once and reused.
 
@@ -80,6 +92,16 @@ def _stand_in(
         inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=kind, default=Path())
         for name, kind in path_parameters(path).items()
     ]
+    taken = {p.name for p in parameters}
+    for name, info in (query_model.model_fields if query_model is not None else {}).items():
+        if name in taken:
+            continue
+        default = Query(...) if info.is_required() else Query(info.default, description=info.description)
+        parameters.append(
+            inspect.Parameter(
+                name, inspect.Parameter.KEYWORD_ONLY, annotation=info.annotation, default=default
+            )
+        )
     body_name = "request_body"
     while body_name in {p.name for p in parameters}:
         body_name = f"_{body_name}"
