@@ -18,7 +18,7 @@ setting                                default   past it
 ``HTTP_KEEPALIVE_TIMEOUT``             5         seconds an idle keep-alive connection stays open
 ``HTTP_MAX_CONNECTIONS``               1000      open connections: further ones get 503 with
                                                  ``Retry-After`` (the liveness probe still answers)
-``HTTP_MAX_CONNECTIONS_PER_CLIENT``    50        open connections from one address: closed at once
+``HTTP_MAX_CONNECTIONS_PER_CLIENT``    100       open connections from one address: closed at once
 ``HTTP_MAX_STREAMS_PER_CLIENT``        10        open event streams from one address: 429
 ``HTTP_TRUSTED_PROXIES``               (none)    addresses/networks whose ``X-Forwarded-For`` /
                                                  ``X-Forwarded-Proto`` are believed
@@ -51,7 +51,7 @@ class Bounds:
     body_timeout: float = 30.0
     keepalive_timeout: float = 5.0
     max_connections: int = 1000
-    max_connections_per_client: int = 50
+    max_connections_per_client: int = 100
     max_streams_per_client: int = 10
     trusted_proxies: tuple[Network, ...] = ()
     trusted_proxies_raw: str = ""

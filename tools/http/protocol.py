@@ -92,6 +92,7 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         self._counted_host: str | None = None
         self._over_capacity = False
         self._lingering = False
+        self._head_started = False
 
     # -- connection ----------------------------------------------------------------------------
 
@@ -134,12 +135,19 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
                         431, f"the request head is larger than {limit} bytes (HTTP_MAX_HEADER_BYTES)"
                     )
                     return
-                piece, data = data[:room], data[room:]
+                if len(data) <= room:
+                    piece, data = data, b""
+                else:
+                    piece, data = data[:room], data[room:]
                 self._head_bytes += len(piece)
             else:
                 piece, data = data, b""
             if not self._feed(piece):
                 return
+        if self._in_head and self._head_started and self._head_timer is None:
+            # A head is only partly here: it has header_timeout to arrive. (A head arriving whole,
+            # the usual case, never arms a timer.)
+            self._head_timer = self.loop.call_later(self.bounds.header_timeout, self._head_timed_out)
 
     def _feed(self, data: bytes) -> bool:
         try:
@@ -165,8 +173,7 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
     def on_message_begin(self) -> None:
         super().on_message_begin()
         self._header_count = 0
-        if self._head_timer is None:
-            self._head_timer = self.loop.call_later(self.bounds.header_timeout, self._head_timed_out)
+        self._head_started = True
 
     def on_url(self, url: bytes) -> None:
         super().on_url(url)
@@ -183,6 +190,7 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
 
     def on_headers_complete(self) -> None:
         self._in_head = False
+        self._head_started = False
         if self._head_timer is not None:
             self._head_timer.cancel()
             self._head_timer = None

@@ -332,3 +332,23 @@ def test_bounds_are_settings_with_safe_defaults() -> None:
     for bad in ({"HTTP_MAX_HEADERS": "0"}, {"HTTP_HEADER_TIMEOUT": "-1"}, {"HTTP_TRUSTED_PROXIES": "nope"}):
         with pytest.raises(ValueError):
             load_bounds(bad)
+
+
+async def test_a_dribbled_second_request_on_a_kept_alive_connection_is_cut_off(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    async with served(monkeypatch, HTTP_HEADER_TIMEOUT="0.5", HTTP_KEEPALIVE_TIMEOUT="30") as (_, url):
+        reader, writer = await connect(url)
+        writer.write(b"GET /ping HTTP/1.1\r\nHost: x\r\n\r\n")
+        async with asyncio.timeout(WAIT):
+            head = await reader.readuntil(b"\r\n\r\n")
+            length = int(head.lower().split(b"content-length: ")[1].split(b"\r\n")[0])
+            await reader.readexactly(length)
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        writer.write(b"GET /ping HTTP/1.1\r\nX-Slow: ")  # then nothing more
+        await writer.drain()
+        await well_behaved(url)
+        status, _, _ = await response_of(reader)
+        assert status == 408
+        assert loop.time() - started < 3, "cut off by the head timeout, not the 30 s keep-alive"
