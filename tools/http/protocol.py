@@ -85,14 +85,12 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         super().__init__(*args, **kwargs)
         self._in_head = True
         self._head_bytes = 0
-        self._header_count = 0
         self._refusal: tuple[int, str] | None = None
         self._head_timer: TimerHandle | None = None
         self._body_timer: TimerHandle | None = None
         self._counted_host: str | None = None
         self._over_capacity = False
         self._lingering = False
-        self._head_started = False
 
     # -- connection ----------------------------------------------------------------------------
 
@@ -144,10 +142,13 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
                 piece, data = data, b""
             if not self._feed(piece):
                 return
-        if self._in_head and self._head_started and self._head_timer is None:
-            # A head is only partly here: it has header_timeout to arrive. (A head arriving whole,
-            # the usual case, never arms a timer.)
-            self._head_timer = self.loop.call_later(self.bounds.header_timeout, self._head_timed_out)
+        # Timers only for what is still on its way, so a request arriving whole (the usual case)
+        # arms none: a partial head has header_timeout to complete, a partial body body_timeout.
+        if self._in_head:
+            if self._head_bytes and self._head_timer is None:
+                self._head_timer = self.loop.call_later(self.bounds.header_timeout, self._head_timed_out)
+        elif self._body_timer is None and not self.transport.is_closing():
+            self._body_timer = self.loop.call_later(self.bounds.body_timeout, self._body_timed_out)
 
     def _feed(self, data: bytes) -> bool:
         try:
@@ -170,39 +171,25 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
 
     # -- parser callbacks ----------------------------------------------------------------------
 
-    def on_message_begin(self) -> None:
-        super().on_message_begin()
-        self._header_count = 0
-        self._head_started = True
-
-    def on_url(self, url: bytes) -> None:
-        super().on_url(url)
-        if len(self.url) > self.bounds.max_url_bytes:
-            self._refusal = (414, f"the request target is longer than {self.bounds.max_url_bytes} bytes")
-            raise _Refused
-
-    def on_header(self, name: bytes, value: bytes) -> None:
-        self._header_count += 1
-        if self._header_count > self.bounds.max_headers:
-            self._refusal = (431, f"more than {self.bounds.max_headers} header fields (HTTP_MAX_HEADERS)")
-            raise _Refused
-        super().on_header(name, value)
+    # The head's size is bounded as it arrives (``data_received``), so the target's length and the
+    # number of fields can be checked once it is complete, without a callback per header.
 
     def on_headers_complete(self) -> None:
         self._in_head = False
-        self._head_started = False
         if self._head_timer is not None:
             self._head_timer.cancel()
             self._head_timer = None
+        bounds = self.bounds
+        if len(self.url) > bounds.max_url_bytes:
+            self._refusal = (414, f"the request target is longer than {bounds.max_url_bytes} bytes")
+            raise _Refused
+        if len(self.headers) > bounds.max_headers:
+            self._refusal = (431, f"more than {bounds.max_headers} header fields (HTTP_MAX_HEADERS)")
+            raise _Refused
         if self._over_capacity and not self._is_priority():
             self._refusal = (503, "the server is at its connection limit; retry shortly")
             raise _Refused
         super().on_headers_complete()
-        if any(
-            (name == b"content-length" and value.strip() not in (b"", b"0")) or name == b"transfer-encoding"
-            for name, value in self.headers
-        ):
-            self._body_timer = self.loop.call_later(self.bounds.body_timeout, self._body_timed_out)
 
     def on_message_complete(self) -> None:
         super().on_message_complete()
