@@ -15,6 +15,7 @@ script installs it, otherwise it prints why it skipped.
 
 from __future__ import annotations
 
+import os
 import re
 import statistics
 import subprocess
@@ -124,8 +125,15 @@ def make_keel_root(base: Path) -> Path:
 _UNITS = {"us": 0.001, "ms": 1.0, "s": 1000.0}
 
 
-def run_wrk(wrk: str, port: int, duration: str) -> tuple[float, float]:
-    """(requests per second, p99 latency in ms) of one wrk run."""
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time the process has used (Linux ``/proc``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def run_wrk(wrk: str, port: int, duration: str, pid: int | None = None) -> tuple[float, float, float]:
+    """(requests per second, p99 latency in ms, server CPU µs per request) of one wrk run."""
+    cpu_before = cpu_seconds(pid) if pid is not None else 0.0
     output = subprocess.run(
         [wrk, "-t1", f"-c{CONNECTIONS}", f"-d{duration}", "--latency", f"http://127.0.0.1:{port}/hello"],
         capture_output=True,
@@ -133,12 +141,15 @@ def run_wrk(wrk: str, port: int, duration: str) -> tuple[float, float]:
         check=True,
         timeout=60,
     ).stdout
+    cpu = cpu_seconds(pid) - cpu_before if pid is not None else 0.0
+    requests = re.search(r"(\d+) requests in", output)
     rps = re.search(r"Requests/sec:\s*([\d.]+)", output)
     p99 = re.search(r"^\s*99%\s+([\d.]+)(us|ms|s)\s*$", output, re.MULTILINE)
     non_2xx = re.search(r"Non-2xx or 3xx responses:\s*(\d+)", output)
-    if rps is None or p99 is None or non_2xx is not None:
+    if rps is None or p99 is None or requests is None or non_2xx is not None:
         raise RuntimeError(f"unexpected wrk output:\n{output}")
-    return float(rps.group(1)), float(p99.group(1)) * _UNITS[p99.group(2)]
+    cpu_per_request = 1e6 * cpu / max(1, int(requests.group(1)))
+    return float(rps.group(1)), float(p99.group(1)) * _UNITS[p99.group(2)], cpu_per_request
 
 
 def main() -> int:
@@ -165,11 +176,11 @@ def main() -> int:
                 processes[name] = start_server(script, ports[name], "/hello", env if "keel" in name else None)
             for port in ports.values():
                 run_wrk(wrk, port, "1s")  # warm-up
-            runs: dict[str, list[tuple[float, float]]] = {name: [] for name in ports}
+            runs: dict[str, list[tuple[float, float, float]]] = {name: [] for name in ports}
             names = list(ports)
             for pair in range(PAIRS):
                 for name in names if pair % 2 == 0 else reversed(names):
-                    runs[name].append(run_wrk(wrk, ports[name], DURATION))
+                    runs[name].append(run_wrk(wrk, ports[name], DURATION, processes[name].pid))
         finally:
             for process in processes.values():
                 process.terminate()
@@ -177,14 +188,19 @@ def main() -> int:
                     process.wait(timeout=15)
                 except subprocess.TimeoutExpired:
                     process.kill()
-        rps = {name: statistics.median(r for r, _ in values) for name, values in runs.items()}
-        p99 = {name: statistics.median(p for _, p in values) for name, values in runs.items()}
+        rps = {name: statistics.median(r[0] for r in values) for name, values in runs.items()}
+        p99 = {name: statistics.median(r[1] for r in values) for name, values in runs.items()}
+        cpu = {name: statistics.median(r[2] for r in values) for name, values in runs.items()}
         print(f"http_keel_rps: {rps['keel']:.0f} req/s")
         print(f"http_keel_unbounded_rps: {rps['keel_unbounded']:.0f} req/s")
         print(f"http_bare_rps: {rps['bare']:.0f} req/s")
         print(f"http_asgi_rps: {rps['asgi']:.0f} req/s")
         print(f"http_rps_ratio: {rps['keel'] / rps['bare']:.3f} x")
         print(f"http_bounds_cost: {100 * (1 - rps['keel'] / rps['keel_unbounded']):.1f} %")
+        for name in ports:
+            print(f"http_{name}_cpu: {cpu[name]:.1f} us/request")
+        # Server CPU per request is far less disturbed by other load on the machine than req/s.
+        print(f"http_bounds_cpu_cost: {100 * (cpu['keel'] / cpu['keel_unbounded'] - 1):.1f} %")
         print(f"http_keel_p99: {p99['keel']:.2f} ms")
         print(f"http_keel_unbounded_p99: {p99['keel_unbounded']:.2f} ms")
         print(f"http_bare_p99: {p99['bare']:.2f} ms")
