@@ -27,7 +27,11 @@ an endpoint in ``auth.py``. In short:
 Configuration (read in ``setup``): ``HOST`` (127.0.0.1), ``PORT`` (8000; 0 picks a free port, and
 the ``serving on http://host:port`` log line says which), ``SHUTDOWN_GRACE_SECONDS`` (10: how long
 in-flight requests may take to finish after SIGTERM), ``SSE_HEARTBEAT_SECONDS`` (15),
-``HTTP_ACCESS_LOG`` (off), ``HTTP_MAX_BODY_BYTES`` (1 MiB; larger bodies are a 413).
+``HTTP_ACCESS_LOG`` (off), ``HTTP_MAX_BODY_BYTES`` (1 MiB; larger bodies are a 413), and the
+bounds on what a client controls (head size, field count, target length, slow heads and bodies,
+idle keep-alive, connections in all and per client, event streams per client) and which proxies'
+forwarded headers are believed: ``bounds.py`` lists them, ``protocol.py`` enforces them.
+A request cut off by the end of the shutdown grace period is a 503 with ``Retry-After``.
 
 uvicorn runs with httptools when installed, without lifespan events (the kernel owns the
 lifecycle) and without its own signal handlers (the kernel sets ``stop`` on SIGINT/SIGTERM).
