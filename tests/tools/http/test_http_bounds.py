@@ -352,3 +352,21 @@ async def test_a_dribbled_second_request_on_a_kept_alive_connection_is_cut_off(
         status, _, _ = await response_of(reader)
         assert status == 408
         assert loop.time() - started < 3, "cut off by the head timeout, not the 30 s keep-alive"
+
+
+async def test_a_trusted_proxy_is_exempt_from_the_per_client_connection_limit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    env = {"HTTP_MAX_CONNECTIONS_PER_CLIENT": "2", "HTTP_TRUSTED_PROXIES": "127.0.0.6"}
+    async with served(monkeypatch, **env) as (_, url):
+        proxied = [await connect(url, "127.0.0.6") for _ in range(4)]  # a proxy carries many clients
+        for n, (reader, writer) in enumerate(proxied):
+            forwarded = b"X-Forwarded-For: 198.51.100.%d\r\n" % n
+            writer.write(b"GET /ping HTTP/1.1\r\nHost: x\r\n" + forwarded + b"Connection: close\r\n\r\n")
+            status, _, body = await response_of(reader)
+            assert status == 200
+            assert json.loads(body)["client"] == f"198.51.100.{n}"
+        untrusted = [await connect(url, "127.0.0.7") for _ in range(2)]
+        extra_reader, _ = await connect(url, "127.0.0.7")
+        assert await closed_by_server(extra_reader), "anyone else keeps the per-client limit"
+        assert len(untrusted) == 2
