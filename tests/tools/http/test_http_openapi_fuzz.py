@@ -26,7 +26,7 @@ from schemathesis.checks import not_a_server_error
 from core import Kernel
 from tests.kit import PROJECT, make_root, serving
 
-EXAMPLES = 12
+EXAMPLES = 40
 
 
 @pytest.fixture(autouse=True)
