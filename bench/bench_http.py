@@ -1,11 +1,13 @@
-"""Requests per second and p99 latency of a Keel plugin endpoint against bare FastAPI.
+"""Requests per second and p99 latency of a Keel plugin endpoint against bare FastAPI and bare ASGI.
 
-Both servers run in their own process on loopback with the same uvicorn settings (uvloop,
-httptools, one worker, access log off, lifespan off) and serve the same route, ``GET /hello``
-answering ``{"message": "hello"}``: Keel as a booted Kernel on a generated project root (the http,
-logger and registry tools, the system domain and one demo plugin), the baseline as a plain FastAPI
-app with one ``async def`` route. ``wrk`` (``-t1 -c50 -d3s --latency``) loads them in alternating
-runs after a warm-up; the medians are printed as ``name: value unit`` lines.
+Four servers: Keel as shipped (with the client bounds of ``tools/http/bounds.py``), Keel with the
+bounds taken out (uvicorn's plain httptools protocol and no shutdown guard: "before the bounds"),
+a bare FastAPI app and a bare ASGI callable. All run in their own process on loopback with the
+same uvicorn settings (uvloop, httptools, one worker, access log off, lifespan off) and serve the
+same route, ``GET /hello`` answering ``{"message": "hello"}``: Keel as a booted Kernel on a
+generated project root (the http, logger and registry tools, the system domain and one demo
+plugin). ``wrk`` (``-t1 -c50 -d3s --latency``) loads them in alternating runs after a warm-up;
+the medians are printed as ``name: value unit`` lines.
 
 ``wrk`` comes from Debian's package; when it is missing and this runs as root with apt-get, the
 script installs it, otherwise it prints why it skipped.
@@ -13,6 +15,7 @@ script installs it, otherwise it prints why it skipped.
 
 from __future__ import annotations
 
+import os
 import re
 import statistics
 import subprocess
@@ -26,7 +29,7 @@ sys.path.insert(0, str(PROJECT))
 
 from bench._util import ensure_wrk, free_port, start_server  # noqa: E402
 
-PAIRS = 5
+PAIRS = 4
 DURATION = "3s"
 CONNECTIONS = "50"
 
@@ -48,8 +51,37 @@ class HelloPlugin(BasePlugin):
 KEEL_MAIN = """
 import sys
 sys.path.insert(0, {project!r})
+if {unbounded!r}:
+    import uvicorn
+    plain_init = uvicorn.Config.__init__
+
+    def unbounded_init(self, app, *args, **kwargs):
+        kwargs["http"] = "httptools"
+        app = getattr(app, "app", app) if hasattr(app, "stopping") else app  # drop the shutdown guard
+        plain_init(self, app, *args, **kwargs)
+
+    uvicorn.Config.__init__ = unbounded_init
 from core import Kernel
 sys.exit(Kernel({root!r}).run())
+"""
+
+ASGI_MAIN = """
+import uvicorn
+
+BODY = b'{{"message":"hello"}}'
+HEADERS = [(b"content-type", b"application/json"), (b"content-length", str(len(BODY)).encode())]
+
+
+async def app(scope, receive, send):
+    await send({{"type": "http.response.start", "status": 200, "headers": HEADERS}})
+    await send({{"type": "http.response.body", "body": BODY}})
+
+
+config = uvicorn.Config(
+    app, host="127.0.0.1", port={port}, loop="uvloop", http="httptools",
+    access_log=False, lifespan="off", log_level="warning",
+)
+uvicorn.Server(config).run()
 """
 
 BARE_MAIN = """
@@ -93,8 +125,15 @@ def make_keel_root(base: Path) -> Path:
 _UNITS = {"us": 0.001, "ms": 1.0, "s": 1000.0}
 
 
-def run_wrk(wrk: str, port: int, duration: str) -> tuple[float, float]:
-    """(requests per second, p99 latency in ms) of one wrk run."""
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time the process has used (Linux ``/proc``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def run_wrk(wrk: str, port: int, duration: str, pid: int | None = None) -> tuple[float, float, float]:
+    """(requests per second, p99 latency in ms, server CPU µs per request) of one wrk run."""
+    cpu_before = cpu_seconds(pid) if pid is not None else 0.0
     output = subprocess.run(
         [wrk, "-t1", f"-c{CONNECTIONS}", f"-d{duration}", "--latency", f"http://127.0.0.1:{port}/hello"],
         capture_output=True,
@@ -102,12 +141,15 @@ def run_wrk(wrk: str, port: int, duration: str) -> tuple[float, float]:
         check=True,
         timeout=60,
     ).stdout
+    cpu = cpu_seconds(pid) - cpu_before if pid is not None else 0.0
+    requests = re.search(r"(\d+) requests in", output)
     rps = re.search(r"Requests/sec:\s*([\d.]+)", output)
     p99 = re.search(r"^\s*99%\s+([\d.]+)(us|ms|s)\s*$", output, re.MULTILINE)
     non_2xx = re.search(r"Non-2xx or 3xx responses:\s*(\d+)", output)
-    if rps is None or p99 is None or non_2xx is not None:
+    if rps is None or p99 is None or requests is None or non_2xx is not None:
         raise RuntimeError(f"unexpected wrk output:\n{output}")
-    return float(rps.group(1)), float(p99.group(1)) * _UNITS[p99.group(2)]
+    cpu_per_request = 1e6 * cpu / max(1, int(requests.group(1)))
+    return float(rps.group(1)), float(p99.group(1)) * _UNITS[p99.group(2)], cpu_per_request
 
 
 def main() -> int:
@@ -117,41 +159,52 @@ def main() -> int:
         return 0
     with tempfile.TemporaryDirectory(prefix="keel-bench-http-") as tmp:
         base = Path(tmp)
-        keel_port, bare_port = free_port(), free_port()
-        keel_script = base / "keel_main.py"
-        keel_script.write_text(KEEL_MAIN.format(project=str(PROJECT), root=str(make_keel_root(base))))
-        bare_script = base / "bare_main.py"
-        bare_script.write_text(BARE_MAIN.format(port=bare_port))
-        keel = start_server(
-            keel_script,
-            keel_port,
-            "/hello",
-            {"PORT": str(keel_port), "HOST": "127.0.0.1", "LOG_LEVEL": "WARNING"},
-        )
-        bare = start_server(bare_script, bare_port, "/hello")
+        root = make_keel_root(base)
+        ports = {name: free_port() for name in ("keel", "keel_unbounded", "bare", "asgi")}
+        scripts = {
+            "keel": KEEL_MAIN.format(project=str(PROJECT), root=str(root), unbounded=False),
+            "keel_unbounded": KEEL_MAIN.format(project=str(PROJECT), root=str(root), unbounded=True),
+            "bare": BARE_MAIN.format(port=ports["bare"]),
+            "asgi": ASGI_MAIN.format(port=ports["asgi"]),
+        }
+        processes = {}
         try:
-            run_wrk(wrk, keel_port, "1s")  # warm-up
-            run_wrk(wrk, bare_port, "1s")
-            keel_runs: list[tuple[float, float]] = []
-            bare_runs: list[tuple[float, float]] = []
+            for name, source in scripts.items():
+                script = base / f"{name}_main.py"
+                script.write_text(source)
+                env = {"PORT": str(ports[name]), "HOST": "127.0.0.1", "LOG_LEVEL": "WARNING"}
+                processes[name] = start_server(script, ports[name], "/hello", env if "keel" in name else None)
+            for port in ports.values():
+                run_wrk(wrk, port, "1s")  # warm-up
+            runs: dict[str, list[tuple[float, float, float]]] = {name: [] for name in ports}
+            names = list(ports)
             for pair in range(PAIRS):
-                order = [(keel_runs, keel_port), (bare_runs, bare_port)]
-                for runs, port in order if pair % 2 == 0 else reversed(order):
-                    runs.append(run_wrk(wrk, port, DURATION))
+                for name in names if pair % 2 == 0 else reversed(names):
+                    runs[name].append(run_wrk(wrk, ports[name], DURATION, processes[name].pid))
         finally:
-            for process in (keel, bare):
+            for process in processes.values():
                 process.terminate()
                 try:
                     process.wait(timeout=15)
                 except subprocess.TimeoutExpired:
                     process.kill()
-        keel_rps = statistics.median(r for r, _ in keel_runs)
-        bare_rps = statistics.median(r for r, _ in bare_runs)
-        print(f"http_keel_rps: {keel_rps:.0f} req/s")
-        print(f"http_bare_rps: {bare_rps:.0f} req/s")
-        print(f"http_rps_ratio: {keel_rps / bare_rps:.3f} x")
-        print(f"http_keel_p99: {statistics.median(p for _, p in keel_runs):.2f} ms")
-        print(f"http_bare_p99: {statistics.median(p for _, p in bare_runs):.2f} ms")
+        rps = {name: statistics.median(r[0] for r in values) for name, values in runs.items()}
+        p99 = {name: statistics.median(r[1] for r in values) for name, values in runs.items()}
+        cpu = {name: statistics.median(r[2] for r in values) for name, values in runs.items()}
+        print(f"http_keel_rps: {rps['keel']:.0f} req/s")
+        print(f"http_keel_unbounded_rps: {rps['keel_unbounded']:.0f} req/s")
+        print(f"http_bare_rps: {rps['bare']:.0f} req/s")
+        print(f"http_asgi_rps: {rps['asgi']:.0f} req/s")
+        print(f"http_rps_ratio: {rps['keel'] / rps['bare']:.3f} x")
+        print(f"http_bounds_cost: {100 * (1 - rps['keel'] / rps['keel_unbounded']):.1f} %")
+        for name in ports:
+            print(f"http_{name}_cpu: {cpu[name]:.1f} us/request")
+        # Server CPU per request is far less disturbed by other load on the machine than req/s.
+        print(f"http_bounds_cpu_cost: {100 * (cpu['keel'] / cpu['keel_unbounded'] - 1):.1f} %")
+        print(f"http_keel_p99: {p99['keel']:.2f} ms")
+        print(f"http_keel_unbounded_p99: {p99['keel_unbounded']:.2f} ms")
+        print(f"http_bare_p99: {p99['bare']:.2f} ms")
+        print(f"http_asgi_p99: {p99['asgi']:.2f} ms")
     return 0
 
 

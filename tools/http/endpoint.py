@@ -11,6 +11,9 @@ convertors), the query parameters (a repeated key becomes a list of strings) and
 - The body is parsed as JSON whatever its ``Content-Type`` (``curl -d`` sends a form type);
   malformed JSON is a 400. Without a ``request_model`` the body must be a JSON object (else 422).
   An absent or empty body adds nothing.
+- With a ``query_model`` (a pydantic model class) the query is validated by it instead (its
+  fields are documented as the query parameters): ``data`` gets its fields, converted (``"5"``
+  for an ``int`` field is ``5``), unknown query keys are left out, a misfit is a 422 naming it.
 - With a ``request_model`` (a pydantic model class) the body is validated by it — an absent body
   validates as ``{}`` — and a failure is a 422 whose ``fields`` name each bad field. ``data`` then
   holds ``model.model_dump()`` (a dict, like every other endpoint) and ``context["model"]`` the
@@ -67,6 +70,7 @@ class EndpointSpec:
     identity: str
     owner: str | None
     request_model: type[BaseModel] | None = None
+    query_model: type[BaseModel] | None = None
     response_model: Any = None
     tags: tuple[str, ...] = ()
     auth: AuthMode = False
@@ -146,6 +150,8 @@ def _parse_body(body: bytes, request_model: type[BaseModel] | None) -> tuple[dic
         parsed = from_json(body)
     except ValueError as exc:
         raise RequestError(f"the request body is not valid JSON: {exc}") from None
+    if parsed is None:  # a JSON null is no body, as the documented schema (an object or null) says
+        return {}, None
     if not isinstance(parsed, dict):
         raise invalid_input(
             f"the JSON body must be an object, got {type(parsed).__name__}",
@@ -154,12 +160,23 @@ def _parse_body(body: bytes, request_model: type[BaseModel] | None) -> tuple[dic
     return parsed, None
 
 
+def _parse_query_model(query: dict[str, Any], query_model: type[BaseModel]) -> dict[str, Any]:
+    """The query validated by ``query_model``: its fields only, converted; a misfit is a 422."""
+    try:
+        return query_model.model_validate(query).model_dump()
+    except ValidationError as exc:
+        fields = validation_fields(exc, "query")
+        names = ", ".join(f["field"] for f in fields)
+        raise invalid_input(f"invalid query parameters: {names}", fields) from None
+
+
 def make_request_reader(
     spec: EndpointSpec, gate: AuthGate, max_body: int
 ) -> Callable[[Scope, Receive, str], Awaitable[tuple[dict[str, Any], dict[str, Any]]]]:
     """Builds ``read(scope, receive, request_id) -> (data, context)`` for one endpoint."""
     auth = spec.auth
     request_model = spec.request_model
+    query_model = spec.query_model
     sse = spec.sse
 
     async def read(scope: Scope, receive: Receive, request_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -183,9 +200,11 @@ def make_request_reader(
             context["identity"] = await gate.identify(auth, token)
         path_params = scope.get("path_params")
         data: dict[str, Any] = dict(path_params) if path_params else {}
+        if sse and query:
+            query = {k: v for k, v in query.items() if k not in SSE_CONTROL_PARAMETERS}
+        if query_model is not None:
+            query = _parse_query_model(query, query_model)
         if query:
-            if sse:
-                query = {k: v for k, v in query.items() if k not in SSE_CONTROL_PARAMETERS}
             _merge(data, query, "query", {})
         length = headers.get("content-length")
         body = b""

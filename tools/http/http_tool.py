@@ -21,12 +21,17 @@ an endpoint in ``auth.py``. In short:
   request matches either every old route of the plugin or every new one, never neither);
   removed routes still serving requests are kept until ``drain_owner`` has seen them finish;
 - ``add_page`` serves fixed non-JSON content (an HTML page and its assets, ``page.py``);
-- OpenAPI at ``/docs`` and ``/openapi.json`` documents every route with its models and tags.
+- OpenAPI at ``/openapi.json`` documents every route with its models and tags; ``/docs`` (Swagger
+  UI) and ``/redoc`` show it with assets Keel serves itself (``docs.py``), so they work offline.
 
 Configuration (read in ``setup``): ``HOST`` (127.0.0.1), ``PORT`` (8000; 0 picks a free port, and
 the ``serving on http://host:port`` log line says which), ``SHUTDOWN_GRACE_SECONDS`` (10: how long
 in-flight requests may take to finish after SIGTERM), ``SSE_HEARTBEAT_SECONDS`` (15),
-``HTTP_ACCESS_LOG`` (off), ``HTTP_MAX_BODY_BYTES`` (1 MiB; larger bodies are a 413).
+``HTTP_ACCESS_LOG`` (off), ``HTTP_MAX_BODY_BYTES`` (1 MiB; larger bodies are a 413), and the
+bounds on what a client controls (head size, field count, target length, slow heads and bodies,
+idle keep-alive, connections in all and per client, event streams per client) and which proxies'
+forwarded headers are believed: ``bounds.py`` lists them, ``protocol.py`` enforces them.
+A request cut off by the end of the shutdown grace period is a 503 with ``Retry-After``.
 
 uvicorn runs with httptools when installed, without lifespan events (the kernel owns the
 lifecycle) and without its own signal handlers (the kernel sets ``stop`` on SIGINT/SIGTERM).
@@ -60,13 +65,17 @@ from core.reloader import base_owner, is_staging
 from core.settings import env_flag, env_float
 
 from .auth import ADMIN, AdminCheck, AuthGate, AuthMode, Validator, check_mode, is_admin
+from .bounds import Bounds, load_bounds
+from .docs import docs_routes
 from .endpoint import EndpointSpec, make_endpoint_app
 from .envelope import envelope, problem_for
+from .openapi import document_keel
 from .page import build_page, make_page_app
+from .protocol import bounded_protocol
 from .request_id import REQUEST_ID_KEY, RequestIdMiddleware
 from .route_metrics import RouteMetrics
 from .routes import KeelRoute
-from .server import HTTP_PROTOCOL, KeelServer, bind_socket, is_loopback, url_of
+from .server import HTTP_PROTOCOL, CutOffAnswer, KeelServer, bind_socket, is_loopback, url_of
 from .sse import Closer, StreamTracker, make_sse_app
 
 try:
@@ -90,8 +99,24 @@ class HttpTool(BaseTool):
 
     def __init__(self) -> None:
         self.app = FastAPI(
-            title="Keel", description="Endpoints registered by Keel's plugins.", **_native_telemetry_off()
+            title="Keel",
+            description="Endpoints registered by Keel's plugins.",
+            docs_url=None,
+            redoc_url=None,
+            **_native_telemetry_off(),
         )
+        self.app.router.routes.extend(docs_routes())
+        generate = self.app.openapi
+
+        def openapi() -> dict[str, Any]:
+            if self.app.openapi_schema is None:
+                schema = generate()
+                with self._lock:
+                    specs = {(r.spec.method, r.spec.path): r.spec for r in self._routes.values()}
+                document_keel(schema, specs, self._gate.validator is not None)
+            return self.app.openapi_schema  # type: ignore[return-value]
+
+        self.app.openapi = openapi  # type: ignore[method-assign]
         _install_error_handlers(self.app)
         self.asgi = RequestIdMiddleware(self.app)
         self.base_url: str | None = None
@@ -101,6 +126,7 @@ class HttpTool(BaseTool):
         self.heartbeat = 15.0
         self.access_log = False
         self.max_body = DEFAULT_MAX_BODY
+        self.bounds = Bounds()
         self._gate = AuthGate()
         self._streams = StreamTracker()
         self.route_metrics = RouteMetrics()
@@ -128,6 +154,8 @@ class HttpTool(BaseTool):
             if not raw_max.isdigit():
                 raise ValueError(f"HTTP_MAX_BODY_BYTES must be a number of bytes, got {raw_max!r}")
             self.max_body = int(raw_max)
+        self.bounds = load_bounds()
+        self._streams.per_client_limit = self.bounds.max_streams_per_client
 
     # -- registering endpoints -----------------------------------------------------------------
 
@@ -142,6 +170,7 @@ class HttpTool(BaseTool):
         tags: list[str] | None = None,
         auth: AuthMode = False,
         status_code: int = 200,
+        query_model: type[BaseModel] | None = None,
     ) -> None:
         """Serve ``handler(data, context)`` (sync or async) at ``method path``; it returns the JSON body."""
         method = method.upper()
@@ -151,11 +180,16 @@ class HttpTool(BaseTool):
             isinstance(request_model, type) and issubclass(request_model, BaseModel)
         ):
             raise TypeError(f"request_model must be a pydantic model class, got {request_model!r}")
+        _check_model("query_model", query_model)
         if not isinstance(status_code, int) or not 100 <= status_code <= 599:
             raise ValueError(f"status_code must be an HTTP status between 100 and 599, got {status_code!r}")
         spec = self._spec(path, method, handler, tags, auth, sse=False)
         spec = dataclasses.replace(
-            spec, request_model=request_model, response_model=response_model, status_code=status_code
+            spec,
+            request_model=request_model,
+            response_model=response_model,
+            status_code=status_code,
+            query_model=query_model,
         )
         self._register(KeelRoute(spec, make_endpoint_app(spec, self._gate, self.max_body)))
 
@@ -166,9 +200,13 @@ class HttpTool(BaseTool):
         *,
         tags: list[str] | None = None,
         auth: AuthMode = False,
+        query_model: type[BaseModel] | None = None,
     ) -> None:
         """Serve ``GET path`` as server-sent events from ``stream(data, context)``'s async iterator."""
-        spec = self._spec(path, "GET", stream, tags, auth, sse=True)
+        _check_model("query_model", query_model)
+        spec = dataclasses.replace(
+            self._spec(path, "GET", stream, tags, auth, sse=True), query_model=query_model
+        )
         closer = Closer()
         app = make_sse_app(spec, self._gate, self.max_body, self._streams, closer, lambda: self.heartbeat)
         self._register(KeelRoute(spec, app, closer))
@@ -293,6 +331,7 @@ class HttpTool(BaseTool):
             return
         self._gate.validator = validator
         self._gate.validator_owner = current_plugin_var.get() if validator is not None else None
+        self.app.openapi_schema = None  # which operations need a token changes with it
 
     def set_admin_check(self, check: AdminCheck | None) -> None:
         """Replace the rule deciding which verified claims are an admin's; ``None`` restores the default."""
@@ -325,15 +364,21 @@ class HttpTool(BaseTool):
             error = ToolUnavailableError(message)
             self._fail_listening(error)
             raise error from exc
+        bounds = self.bounds
+        server: KeelServer | None = None
         config = uvicorn.Config(
-            self.asgi,
+            CutOffAnswer(self.asgi, lambda: server is not None and server.should_exit, REQUEST_ID_KEY),
             host=self.host,
             port=sock.getsockname()[1],
             log_config=None,
             access_log=self.access_log,
             lifespan="off",
-            http=HTTP_PROTOCOL,
+            http=bounded_protocol(bounds) if HTTP_PROTOCOL == "httptools" else HTTP_PROTOCOL,
+            h11_max_incomplete_event_size=bounds.max_header_bytes,
+            timeout_keep_alive=bounds.keepalive_timeout,  # type: ignore[arg-type]  # a float works
             timeout_graceful_shutdown=self.grace,  # type: ignore[arg-type]  # a float works
+            proxy_headers=bool(bounds.trusted_proxies),
+            forwarded_allow_ips=bounds.trusted_proxies_raw or None,
         )
         if self.access_log:
             # uvicorn silences its access logger process-wide when a server runs without it;
@@ -495,6 +540,11 @@ class HttpTool(BaseTool):
         registry = getattr(self, "kernel_registry", None)
         if registry is not None:
             registry.update_tool_status(self.name, ToolStatus.DEAD, message)
+
+
+def _check_model(what: str, model: object) -> None:
+    if model is not None and not (isinstance(model, type) and issubclass(model, BaseModel)):
+        raise TypeError(f"{what} must be a pydantic model class, got {model!r}")
 
 
 def _bracketed(host: str) -> str:

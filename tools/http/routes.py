@@ -18,16 +18,18 @@ import time
 import uuid
 from typing import Any
 
-from fastapi import Body, Path, Security
+from fastapi import Body, Path, Query, Security
 from fastapi.routing import APIRoute
 from fastapi.security import HTTPBearer
 from pydantic import BaseModel
 from starlette.convertors import FloatConvertor, IntegerConvertor, UUIDConvertor
 from starlette.responses import JSONResponse, Response
-from starlette.routing import compile_path
+from starlette.routing import Match, compile_path
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from .endpoint import EndpointSpec
+from .endpoint import JSON_HEADERS, EndpointSpec
+from .envelope import envelope
+from .request_id import REQUEST_ID_KEY
 from .route_metrics import RouteMetrics
 from .sse import Closer
 
@@ -36,6 +38,7 @@ _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 # Documents the bearer scheme on every operation that reads a token (never run: KeelRoute serves
 # itself); an ``auth="optional"`` operation also lists the empty requirement (anonymous allowed).
 _BEARER = [Security(HTTPBearer(scheme_name="bearerAuth", auto_error=False))]
+PATH_ERROR_KEY = "keel.path_error"
 
 
 class ErrorDetail(BaseModel):
@@ -65,13 +68,25 @@ def path_parameters(path: str) -> dict[str, type]:
 
 def _doc_endpoint(spec: EndpointSpec) -> Any:
     return _stand_in(
-        spec.path, spec.method, spec.sse, spec.request_model, inspect.getdoc(spec.handler), spec.identity
+        spec.path,
+        spec.method,
+        spec.sse,
+        spec.request_model,
+        inspect.getdoc(spec.handler),
+        spec.identity,
+        spec.query_model,
     )
 
 
 @functools.lru_cache(maxsize=1024)
 def _stand_in(
-    path: str, method: str, sse: bool, request_model: type[BaseModel] | None, doc: str | None, identity: str
+    path: str,
+    method: str,
+    sse: bool,
+    request_model: type[BaseModel] | None,
+    doc: str | None,
+    identity: str,
+    query_model: type[BaseModel] | None = None,
 ) -> Any:
     """The documentation stand-in for one endpoint shape, built once and reused.
 
@@ -83,6 +98,16 @@ def _stand_in(
         inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=kind, default=Path())
         for name, kind in path_parameters(path).items()
     ]
+    taken = {p.name for p in parameters}
+    for name, info in (query_model.model_fields if query_model is not None else {}).items():
+        if name in taken:
+            continue
+        default = Query(...) if info.is_required() else Query(info.default, description=info.description)
+        parameters.append(
+            inspect.Parameter(
+                name, inspect.Parameter.KEYWORD_ONLY, annotation=info.annotation, default=default
+            )
+        )
     body_name = "request_body"
     while body_name in {p.name for p in parameters}:
         body_name = f"_{body_name}"
@@ -143,7 +168,36 @@ class KeelRoute(APIRoute):
         self.in_flight = 0
         self._idle: asyncio.Event | None = None
 
+    def matches(self, scope: Scope) -> tuple[Match, Scope]:
+        try:
+            return super().matches(scope)
+        except (ValueError, OverflowError):
+            # A segment matched the convertor's pattern but does not convert (an int of 5000 digits
+            # is over Python's conversion limit): a 422 naming it, not a bug.
+            return Match.FULL, {"endpoint": self.endpoint, "path_params": {}, PATH_ERROR_KEY: True}
+
+    def _path_errors(self, scope: Scope) -> list[dict[str, Any]]:
+        match = self.path_regex.match(scope.get("path", ""))
+        fields: list[dict[str, Any]] = []
+        for name, value in (match.groupdict() if match else {}).items():
+            try:
+                self.param_convertors[name].convert(value)
+            except (ValueError, OverflowError) as exc:
+                fields.append({"field": name, "location": "path", "message": str(exc)[:200]})
+        return fields
+
+    async def _refuse_path(self, scope: Scope, send: Send) -> None:
+        fields = self._path_errors(scope)
+        names = ", ".join(f["field"] for f in fields) or "path"
+        body = envelope("invalid", f"invalid path parameter: {names}", scope.get(REQUEST_ID_KEY), fields)
+        headers = [JSON_HEADERS, (b"content-length", str(len(body)).encode())]
+        await send({"type": "http.response.start", "status": 422, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+
     async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope.get(PATH_ERROR_KEY):
+            await self._refuse_path(scope, send)
+            return
         self.in_flight += 1
         metrics = self.metrics
         if metrics is None:

@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import re
+from collections import Counter
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
@@ -33,6 +34,7 @@ from pydantic_core import to_json
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from core.context import current_identity_var
+from core.errors import TooManyRequestsError
 
 from .auth import AuthGate
 from .endpoint import EndpointSpec, make_request_reader
@@ -125,6 +127,30 @@ class StreamTracker:
     def __init__(self) -> None:
         self.closing = Closer()
         self.open = 0
+        self.per_client_limit = 10
+        self.by_client: Counter[str] = Counter()
+
+    def claim(self, client: str | None) -> str | None:
+        """Count one more stream for ``client``; a 429 when it already has ``per_client_limit``."""
+        if client is None:
+            return None
+        if self.by_client[client] >= self.per_client_limit:
+            raise TooManyRequestsError(
+                f"this client already has {self.per_client_limit} event streams open "
+                "(HTTP_MAX_STREAMS_PER_CLIENT); close one first",
+                retry_after=5,
+            )
+        self.by_client[client] += 1
+        return client
+
+    def release(self, client: str | None) -> None:
+        if client is None:
+            return
+        left = self.by_client[client] - 1
+        if left > 0:
+            self.by_client[client] = left
+        else:
+            del self.by_client[client]
 
 
 def make_sse_app(
@@ -144,9 +170,11 @@ def make_sse_app(
     async def app(scope: Scope, receive: Receive, send: Send) -> None:
         request_id = scope.get(REQUEST_ID_KEY) or new_request_id()
         token = current_identity_var.set(identity)
+        claimed: str | None = None
         try:
             try:
                 data, context = await read(scope, receive, request_id)
+                claimed = tracker.claim(context["client"])
                 last_event_id = context["headers"].get("last-event-id") or context["query"].get(
                     "last_event_id"
                 )
@@ -175,6 +203,7 @@ def make_sse_app(
             finally:
                 tracker.open -= 1
         finally:
+            tracker.release(claimed)
             current_identity_var.reset(token)
 
     return app

@@ -19,7 +19,13 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator
 from typing import Any
 
+from pydantic import BaseModel, Field
+
 from core import BasePlugin, InvalidInputError, NotFoundError
+
+
+class TreeQuery(BaseModel):
+    root: str = Field(min_length=1, pattern=r"\S", description="an event id or an X-Request-ID")
 
 
 class EventTracePlugin(BasePlugin):
@@ -30,7 +36,9 @@ class EventTracePlugin(BasePlugin):
     async def on_boot(self) -> None:
         if self.event_bus is None:
             return
-        self.http.add_endpoint("/system/events/tree", "GET", self.tree, tags=["system"], auth="admin")
+        self.http.add_endpoint(
+            "/system/events/tree", "GET", self.tree, tags=["system"], auth="admin", query_model=TreeQuery
+        )
         self.http.add_sse_endpoint("/system/events/stream", self.stream, tags=["system"], auth="admin")
 
     async def tree(self, data: dict[str, Any], context: dict[str, Any]) -> dict[str, Any]:

@@ -1,18 +1,30 @@
 """``POST /users/login``: exchange a username and password for a bearer token, with brute-force limits.
 
-Failed logins are limited per account and per client address in a sliding window: after
-``LOGIN_MAX_FAILURES`` failures for one username (default 5) or ``LOGIN_MAX_FAILURES_PER_ADDRESS``
-from one address (default 20) within ``LOGIN_FAILURE_WINDOW_SECONDS`` (default 900), further
-attempts answer 429 with ``Retry-After`` — even with the right password, or the limit would only
-slow a guesser down — until the oldest failure leaves the window. The per-address limit is higher
-because many people can share one address.
+Failed logins are limited two ways, and neither can be used to lock someone else out:
+
+* per **account and address pair**, with a backoff: after ``LOGIN_MAX_FAILURES`` failures (default
+  5) for one username from one client address, that pair must wait ``LOGIN_BACKOFF_SECONDS``
+  (default 60) before its next attempt, twice as long after each further failure, up to
+  ``LOGIN_BACKOFF_MAX_SECONDS`` (default 900). Waiting means 429 with ``Retry-After`` — even with
+  the right password, or the limit would only slow a guesser down. A pair's count is forgotten
+  ``LOGIN_FAILURE_WINDOW_SECONDS`` (default 900) after its wait ends, or at once on a success;
+* per **address**, in a sliding window: ``LOGIN_MAX_FAILURES_PER_ADDRESS`` failures (default 20)
+  within ``LOGIN_FAILURE_WINDOW_SECONDS`` from one address, whatever the usernames, answer 429 until
+  the oldest leaves the window. It stops one address spraying guesses over many accounts.
+
+There is deliberately no limit per account alone: any stranger could then lock any account by
+failing to log in as it. A guesser on one account is held back per address it uses (each address
+gets five free guesses, then exponentially fewer, and at most 20 failures per window over all
+accounts); a victim logging in from their own address is not affected by what other addresses do.
+The cost of that choice is a distributed guesser with many addresses, which only strong passwords
+(and scrypt's cost per guess) hold back.
 
 Choices made here:
 
 * Each attempt counts as a failure *before* the password is checked and is forgiven on success (or
   when the server itself fails, say the database is down), so twenty parallel guesses cannot all
   slip in while the first hashes are still being computed.
-* A success clears the account's failures but only forgives its own attempt at the address: an
+* A success clears the pair's failures but only forgives its own attempt at the address: an
   attacker who owns one account cannot reset the address limit by logging into it.
 * An unknown username costs the same password check (against a throwaway hash) and gives the same
   401 as a wrong password, so response times and messages do not reveal which accounts exist.
@@ -20,8 +32,9 @@ Choices made here:
   ``needs_rehash``), so raising the cost upgrades accounts as people sign in.
 * The counters live in this process (bounded to ``MAX_TRACKED_KEYS`` keys each, oldest evicted):
   several processes behind a load balancer each keep their own, so the effective limit is the
-  per-process limit times the number of processes. Behind a reverse proxy every client has the
-  proxy's address unless the http tool is told to trust forwarded headers.
+  per-process limit times the number of processes. The address is the connecting peer's unless
+  the http tool trusts the proxy in front (``HTTP_TRUSTED_PROXIES``): then it is the address the
+  proxy forwards. Forwarded headers from anyone else are ignored, so they cannot dodge the limits.
 """
 
 from __future__ import annotations
@@ -109,6 +122,82 @@ class LoginThrottle:
         return failures
 
 
+class LoginBackoff:
+    """Per key: ``free`` failures, then a wait of ``base`` seconds doubling with each further failure.
+
+    A key whose wait has been over for ``forget_after`` seconds starts afresh.
+    """
+
+    def __init__(
+        self,
+        free: int,
+        base: float,
+        cap: float,
+        forget_after: float,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        max_keys: int = MAX_TRACKED_KEYS,
+    ) -> None:
+        if free < 1 or base <= 0 or cap < base or forget_after <= 0:
+            raise ValueError(
+                f"a login backoff needs free >= 1, 0 < base <= cap and forget_after > 0, "
+                f"got {free}, {base}, {cap} and {forget_after}"
+            )
+        self.free, self.base, self.cap, self.forget_after = free, base, cap, forget_after
+        self._clock = clock
+        self._max_keys = max_keys
+        self._failures: OrderedDict[str, tuple[int, float]] = OrderedDict()
+
+    def wait_after(self, failures: int) -> float:
+        if failures < self.free:
+            return 0.0
+        return float(min(self.cap, self.base * 2 ** min(failures - self.free, 64)))
+
+    def retry_after(self, key: str) -> float | None:
+        """Seconds until ``key`` may try again, or ``None`` when it may try now."""
+        entry = self._current(key)
+        if entry is None:
+            return None
+        count, last = entry
+        remaining = last + self.wait_after(count) - self._clock()
+        return remaining if remaining > 0 else None
+
+    def record_failure(self, key: str) -> None:
+        entry = self._current(key)
+        count = entry[0] if entry is not None else 0
+        self._failures[key] = (count + 1, self._clock())
+        self._failures.move_to_end(key)
+        while len(self._failures) > self._max_keys:
+            self._failures.popitem(last=False)
+
+    def forgive_one(self, key: str) -> None:
+        """Take back the most recent failure of ``key`` (an attempt that turned out to succeed)."""
+        entry = self._failures.get(key)
+        if entry is None:
+            return
+        if entry[0] <= 1:
+            del self._failures[key]
+        else:
+            self._failures[key] = (entry[0] - 1, entry[1])
+
+    def reset(self, key: str) -> None:
+        self._failures.pop(key, None)
+
+    def _current(self, key: str) -> tuple[int, float] | None:
+        entry = self._failures.get(key)
+        if entry is None:
+            return None
+        count, last = entry
+        if self._clock() > last + self.wait_after(count) + self.forget_after:
+            del self._failures[key]
+            return None
+        return entry
+
+
+def pair_key(username: str, address: str) -> str:
+    return f"{address}\x00{username}"
+
+
 class LoginUser(BasePlugin):
     """Issues bearer tokens for valid credentials."""
 
@@ -117,7 +206,12 @@ class LoginUser(BasePlugin):
         self.db = db
         self.auth = auth
         window = _env_number("LOGIN_FAILURE_WINDOW_SECONDS", 900)
-        self.accounts = LoginThrottle(int(_env_number("LOGIN_MAX_FAILURES", 5)), window)
+        self.pairs = LoginBackoff(
+            int(_env_number("LOGIN_MAX_FAILURES", 5)),
+            _env_number("LOGIN_BACKOFF_SECONDS", 60),
+            _env_number("LOGIN_BACKOFF_MAX_SECONDS", 900),
+            window,
+        )
         self.addresses = LoginThrottle(int(_env_number("LOGIN_MAX_FAILURES_PER_ADDRESS", 20)), window)
         self._decoy_hash: str | None = None
         self._decoy_lock = asyncio.Lock()
@@ -135,10 +229,11 @@ class LoginUser(BasePlugin):
     async def login(self, data: dict[str, Any], context: dict[str, Any]) -> TokenOut:
         username = data["username"].lower()
         address = context.get("client") or UNKNOWN_ADDRESS
-        waits = [w for w in (self.accounts.retry_after(username), self.addresses.retry_after(address)) if w]
+        pair = pair_key(username, address)
+        waits = [w for w in (self.pairs.retry_after(pair), self.addresses.retry_after(address)) if w]
         if waits:
             raise TooManyLoginAttempts(max(waits))
-        self.accounts.record_failure(username)
+        self.pairs.record_failure(pair)
         self.addresses.record_failure(address)
         try:
             row = await self.db.query_one(
@@ -148,12 +243,12 @@ class LoginUser(BasePlugin):
             valid = await self.auth.averify_password(data["password"], stored) and row is not None
         except BaseException:
             # The server failed (database down, cancelled request), not the caller's guess.
-            self.accounts.forgive_one(username)
+            self.pairs.forgive_one(pair)
             self.addresses.forgive_one(address)
             raise
         if not valid:
             raise _bad_credentials()
-        self.accounts.reset(username)
+        self.pairs.reset(pair)
         self.addresses.forgive_one(address)
         if self.auth.needs_rehash(stored):
             fresh = await self.auth.ahash_password(data["password"])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from domains.users.plugins.login import LoginThrottle, TooManyLoginAttempts
+from domains.users.plugins.login import LoginBackoff, LoginThrottle, TooManyLoginAttempts
 
 
 class Clock:
@@ -77,3 +77,39 @@ def test_the_429_carries_a_whole_number_retry_after() -> None:
     assert error.headers == {"Retry-After": "13"}
     assert str(error) == "too many failed logins; try again in 13 seconds"
     assert TooManyLoginAttempts(0.0).headers == {"Retry-After": "1"}
+
+
+def test_backoff_gives_free_failures_then_doubling_waits_up_to_a_cap(clock: Clock) -> None:
+    backoff = LoginBackoff(3, 10.0, 35.0, 100.0, clock=clock)
+    for _ in range(3):
+        assert backoff.retry_after("k") is None
+        backoff.record_failure("k")
+    assert backoff.retry_after("k") == pytest.approx(10.0)
+    assert backoff.retry_after("other") is None
+    clock.now += 10.0
+    assert backoff.retry_after("k") is None
+    backoff.record_failure("k")
+    assert backoff.retry_after("k") == pytest.approx(20.0)
+    clock.now += 20.0
+    backoff.record_failure("k")
+    assert backoff.retry_after("k") == pytest.approx(35.0)  # 40, capped
+    clock.now += 35.0 + 100.0 + 1.0  # the wait and then the forgetting period are over
+    assert backoff.retry_after("k") is None
+    backoff.record_failure("k")
+    assert backoff.retry_after("k") is None, "started afresh: one failure of three free ones"
+
+
+def test_backoff_forgive_and_reset(clock: Clock) -> None:
+    backoff = LoginBackoff(1, 10.0, 10.0, 100.0, clock=clock)
+    backoff.record_failure("k")
+    assert backoff.retry_after("k") is not None
+    backoff.forgive_one("k")
+    assert backoff.retry_after("k") is None
+    backoff.record_failure("k")
+    backoff.reset("k")
+    assert backoff.retry_after("k") is None
+    backoff.forgive_one("never-seen")
+    with pytest.raises(ValueError, match="free >= 1"):
+        LoginBackoff(0, 1.0, 1.0, 1.0)
+    with pytest.raises(ValueError, match="base <= cap"):
+        LoginBackoff(1, 10.0, 1.0, 1.0)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import os
-import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -13,7 +12,8 @@ import httpx
 import pytest
 
 from core import Kernel
-from tests.kit import PROJECT, make_root, serving, write
+from domains.users.plugins.login import pair_key
+from tests.kit import PROJECT, make_root, serving, until, write
 
 PASSWORD = "correct-horse-battery"
 
@@ -157,23 +157,62 @@ async def test_wrong_password_and_unknown_user_look_the_same(
     )
 
 
-async def test_an_account_is_locked_after_five_failures_even_for_the_right_password(
+async def test_five_failures_from_one_address_back_that_pair_off_even_for_the_right_password(
     service: tuple[Kernel, httpx.AsyncClient],
 ) -> None:
     _, client = service
     await register(client, "barbara")
-    started = time.monotonic()
     for _ in range(5):
         assert (await login(client, "barbara", "guess-guess")).status_code == 401
     locked = await login(client, "barbara")
-    waited = time.monotonic() - started
     assert locked.status_code == 429
-    # locked for the 900 s window counted from the first failure, however long the test took so far
-    assert 900 - waited <= int(locked.headers["retry-after"]) <= 900
+    assert 1 <= int(locked.headers["retry-after"]) <= 60  # LOGIN_BACKOFF_SECONDS after the fifth
     assert "too many failed logins" in locked.json()["error"]["message"]
     assert locked.json()["error"]["kind"] == "rate_limited"
     assert (await register(client, "other-user")).status_code == 201
     assert (await login(client, "other-user")).status_code == 200, "another account is not locked"
+
+
+async def test_the_backoff_doubles_with_each_failure_past_the_free_ones(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LOGIN_MAX_FAILURES", "2")
+    monkeypatch.setenv("LOGIN_BACKOFF_SECONDS", "0.2")
+    async with serving(root) as (kernel, base_url), httpx.AsyncClient(base_url=base_url) as client:
+        await register(client, "grace")
+        for _ in range(2):
+            assert (await login(client, "grace", "wrong-wrong")).status_code == 401
+        assert (await login(client, "grace")).status_code == 429
+        plugin: Any = kernel.plugins["users.LoginUser"].instance
+        pair = pair_key("grace", "127.0.0.1")
+        await until(lambda: plugin.pairs.retry_after(pair) is None, "the first wait (0.2 s) ends")
+        assert (await login(client, "grace", "wrong-wrong")).status_code == 401
+        wait = plugin.pairs.retry_after(pair)
+        assert wait is not None and 0.2 < wait <= 0.4  # doubled
+        await until(lambda: plugin.pairs.retry_after(pair) is None, "the second wait (0.4 s) ends")
+        assert (await login(client, "grace")).status_code == 200
+        assert plugin.pairs.retry_after(pair) is None
+
+
+async def test_an_attacker_cannot_lock_a_victim_out(root: Path) -> None:
+    attacker_transport = httpx.AsyncHTTPTransport(local_address="127.0.0.2")
+    async with (
+        serving(root) as (_, base_url),
+        httpx.AsyncClient(base_url=base_url) as victim,
+        httpx.AsyncClient(base_url=base_url, transport=attacker_transport) as attacker,
+    ):
+        await register(victim, "victoria")
+        answers = [(await login(attacker, "victoria", f"guess-{n}-guess")).status_code for n in range(12)]
+        assert answers[:5] == [401] * 5
+        assert set(answers[5:]) == {429}, "the attacker's own guesses are held back"
+        forged = {"X-Forwarded-For": "127.0.0.1"}  # pretending to be the victim's address does not help
+        response = await attacker.post(
+            "/users/login", json={"username": "victoria", "password": "guess-guess"}, headers=forged
+        )
+        assert response.status_code == 429
+        assert (await login(victim, "victoria")).status_code == 200, "the victim still logs in"
+        assert (await login(victim, "victoria", "one-typo-here")).status_code == 401
+        assert (await login(victim, "victoria")).status_code == 200
 
 
 async def test_one_address_is_limited_across_accounts(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -235,5 +274,5 @@ async def test_server_failures_do_not_count_against_the_caller(
     for _ in range(6):
         assert (await login(client, "anyone")).status_code == 500
     plugin: Any = kernel.plugins["users.LoginUser"].instance
-    assert plugin.accounts.retry_after("anyone") is None
+    assert plugin.pairs.retry_after(pair_key("anyone", "127.0.0.1")) is None
     assert plugin.addresses.retry_after("127.0.0.1") is None

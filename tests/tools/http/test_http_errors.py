@@ -163,3 +163,26 @@ async def test_a_bug_outside_any_keel_route_is_still_the_500_envelope(
     assert "internal detail" not in response.text
     assert response.headers["x-request-id"] == "nb-1"
     assert len([r for r in caplog.records if "nb-1" in r.getMessage()]) == 1  # logged once
+
+
+async def test_a_path_parameter_that_does_not_fit_its_type_is_a_422(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    http = await make_http(monkeypatch)
+
+    async def echo(data: dict[str, Any], context: dict[str, Any]) -> dict[str, Any]:
+        return data
+
+    http.add_endpoint("/n/{n:int}", "GET", echo)
+    async with client(http) as c:
+        with caplog.at_level(logging.ERROR):
+            huge = await c.get("/n/" + "9" * 5000)
+        fine = await c.get("/n/12")
+    assert huge.status_code == 422
+    error = huge.json()["error"]
+    assert error["kind"] == "invalid"
+    assert [f["field"] for f in error["fields"]] == ["n"]
+    assert error["fields"][0]["location"] == "path"
+    assert error["request_id"] == huge.headers["x-request-id"]
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR], "not logged as a bug"
+    assert fine.json() == {"n": 12}
