@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from .auth import ADMIN
+from .auth import ADMIN, OPTIONAL
 from .endpoint import EndpointSpec
 
 SCHEME = "bearerAuth"
@@ -83,6 +83,10 @@ def document_keel(
                 _document_stream(operation, responses, spec)
             if spec.auth is True and not validator_installed:
                 responses["503"] = _json_error("auth is not configured on this server")
+            elif spec.auth == OPTIONAL and validator_installed:
+                protected = True  # a token is read when sent; anonymous callers are let through too
+                operation["security"] = [{SCHEME: []}, {}]
+                responses["401"] = _json_error("a malformed, expired or invalid bearer token")
             elif spec.auth is True or (spec.auth == ADMIN and validator_installed):
                 protected = True
                 operation["security"] = [{SCHEME: []}]

@@ -18,9 +18,8 @@ import time
 import uuid
 from typing import Any
 
-from fastapi import Body, Path, Query, Security
+from fastapi import Body, Path, Query
 from fastapi.routing import APIRoute
-from fastapi.security import HTTPBearer
 from pydantic import BaseModel
 from starlette.convertors import FloatConvertor, IntegerConvertor, UUIDConvertor
 from starlette.responses import JSONResponse, Response
@@ -35,9 +34,6 @@ from .sse import Closer
 
 _CONVERTOR_TYPES: dict[type, type] = {IntegerConvertor: int, FloatConvertor: float, UUIDConvertor: uuid.UUID}
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
-# Documents the bearer scheme on every operation that reads a token (never run: KeelRoute serves
-# itself); an ``auth="optional"`` operation also lists the empty requirement (anonymous allowed).
-_BEARER = [Security(HTTPBearer(scheme_name="bearerAuth", auto_error=False))]
 PATH_ERROR_KEY = "keel.path_error"
 
 
@@ -159,8 +155,6 @@ class KeelRoute(APIRoute):
             responses=errors,
             name=spec.identity,
             response_class=EventStream if spec.sse else JSONResponse,
-            dependencies=_BEARER if spec.auth else None,
-            openapi_extra={"security": [{}]} if spec.auth == "optional" else None,
         )
         self.spec = spec
         self.app = serve_app

@@ -177,9 +177,11 @@ async def test_openapi_names_the_bearer_scheme_on_each_operation_that_reads_a_to
 ) -> None:
     http = await secured(monkeypatch)
     http.add_endpoint("/maybe", "GET", whoami, auth="optional")
+    http.set_auth_validator(lambda token: {"sub": "ann"})  # without one, no operation reads a token
     async with client(http) as c:
         schema = (await c.get("/openapi.json")).json()
-    assert schema["components"]["securitySchemes"]["bearerAuth"] == {"type": "http", "scheme": "bearer"}
+    scheme = schema["components"]["securitySchemes"]["bearerAuth"]
+    assert (scheme["type"], scheme["scheme"]) == ("http", "bearer")
     security = {path: schema["paths"][path]["get"].get("security") for path in schema["paths"]}
     assert security == {
         "/open": None,
