@@ -39,7 +39,7 @@ from core.context import current_identity_var, current_plugin_var
 from core.errors import KernelBootError, ToolNotConfiguredError, ToolUnavailableError
 from core.loader import import_file
 from core.plugin_tasks import PluginTasks
-from core.registry import PluginStatus, Registry, ToolStatus
+from core.registry import Lifecycle, PluginStatus, Registry, ToolStatus
 from core.reloader import PluginHost, attach_plugin_host
 from core.settings import env_float, load_dotenv
 from core.threads import run_in_daemon_thread
@@ -108,6 +108,8 @@ class Kernel:
                 on_error=functools.partial(self.registry.update_tool_status, tool.name, ToolStatus.DEAD),
             )
         self._booted = True
+        if not self.stop_event.is_set():
+            self.registry.lifecycle = Lifecycle.SERVING
         if log.isEnabledFor(logging.INFO):
             counts = self.registry.counts()
             log.info(
@@ -175,7 +177,7 @@ class Kernel:
             # Its infrastructure is unreachable: the tool reconnects by itself, and its first
             # successful call (or health check) marks it OK again.
             log.error("tool %s: setup() found its infrastructure unavailable: %s", tool.name, exc)
-            self.registry.update_tool_status(tool.name, ToolStatus.DEAD, f"setup() raised {_describe(exc)}")
+            self.registry.mark_setup_failed(tool.name, f"setup() raised {_describe(exc)}", permanent=False)
         except Exception as exc:
             # A misconfiguration: a later successful call does not mean it is set up.
             log.exception("tool %s: setup() raised", tool.name)
@@ -412,6 +414,7 @@ class Kernel:
             self.request_stop()
 
     def request_stop(self) -> None:
+        self.registry.lifecycle = Lifecycle.DRAINING
         if self.stop_event is not None:
             self.stop_event.set()
 

@@ -43,6 +43,14 @@ class ToolStatus(StrEnum):
     OFF = "OFF"
 
 
+class Lifecycle(StrEnum):
+    """Where the process is in its life: readiness answers 503 unless it is SERVING."""
+
+    BOOTING = "BOOTING"
+    SERVING = "SERVING"
+    DRAINING = "DRAINING"
+
+
 class PluginStatus(StrEnum):
     RUNNING = "RUNNING"
     READY = "READY"
@@ -58,6 +66,9 @@ class ToolState:
     setup_failed: bool = False
     """DEAD because ``setup()`` failed: a later successful call does not mean the tool is set up,
     so only a passing health check (or an explicit OK) brings it back."""
+    setup_error: str | None = None
+    """Why ``setup()`` failed, kept (until the tool is OK again) when a health check overwrites
+    ``message``: "connection refused" says more than "health_check() returned False"."""
 
 
 @dataclass
@@ -83,6 +94,7 @@ class Registry:
         self.metrics: deque[CallRecord] = deque(maxlen=METRICS_BUFFER_SIZE)
         self.metrics_sinks: list[MetricsSink] = []
         self.started_at = time.time()
+        self.lifecycle = Lifecycle.BOOTING
         self.process = {"pid": os.getpid(), "host": socket.gethostname()}
 
     # -- tools ---------------------------------------------------------------------------------
@@ -104,6 +116,7 @@ class Registry:
         new_status = ToolStatus(status)
         if new_status is ToolStatus.OK:
             state.setup_failed = False
+            state.setup_error = None
         if new_status is not state.status:
             state.since = time.time()
             log.log(
@@ -117,9 +130,12 @@ class Registry:
         state.status = new_status
         state.message = message
 
-    def mark_setup_failed(self, name: str, reason: str) -> None:
+    def mark_setup_failed(self, name: str, reason: str, *, permanent: bool = True) -> None:
+        """``setup()`` failed: DEAD with the reason, kept as ``setup_error``; ``permanent`` (a
+        misconfiguration) means a later successful call does not bring it back, only a health check."""
         self.update_tool_status(name, ToolStatus.DEAD, reason)
-        self._tools[name].setup_failed = True
+        self._tools[name].setup_failed = permanent
+        self._tools[name].setup_error = reason
 
     def tool_status(self, name: str) -> ToolStatus | None:
         state = self._tools.get(name)
@@ -216,7 +232,13 @@ class Registry:
     def get_system_dump(self) -> dict[str, Any]:
         """A deep snapshot of everything above, safe to serialise and to keep."""
         tools = {
-            name: {"status": str(s.status), "message": s.message, "file": s.file, "since": s.since}
+            name: {
+                "status": str(s.status),
+                "message": s.message,
+                "file": s.file,
+                "since": s.since,
+                "setup_error": s.setup_error,
+            }
             for name, s in sorted(self._tools.items())
         }
         plugins: dict[str, Any] = {}
@@ -242,6 +264,7 @@ class Registry:
             "kernel": {
                 "process": dict(self.process),
                 "started_at": self.started_at,
+                "lifecycle": str(self.lifecycle),
                 "uptime_s": round(time.time() - self.started_at, 3),
                 "per_process": ["metrics", "logs"],
                 "capabilities": copy.deepcopy(self._capabilities),

@@ -114,6 +114,11 @@ class EventBusTool(BaseTool):
 
     # -- lifecycle ---------------------------------------------------------------------------------
 
+    async def health_check(self) -> bool:
+        """Whether the broker answers (Redis ``PING``); the in-process bus is always healthy."""
+        ping = getattr(self._backend, "ping", None)
+        return True if ping is None else bool(await ping())
+
     async def setup(self) -> None:
         self._backend = make_backend(os.environ.get("EVENT_BUS_URL", ""))
         self._backend.bind(self._receive)

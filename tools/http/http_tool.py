@@ -54,12 +54,12 @@ from starlette.responses import Response
 
 from core.base_tool import BaseTool
 from core.context import current_plugin_var, identity_of
-from core.errors import ErrorKind, ToolUnavailableError
+from core.errors import ErrorKind, RequestError, ToolUnavailableError
 from core.registry import ToolStatus
 from core.reloader import base_owner, is_staging
 from core.settings import env_flag, env_float
 
-from .auth import ADMIN, AdminCheck, AuthGate, AuthMode, Validator, check_mode, is_admin
+from .auth import ADMIN, AdminCheck, AuthGate, AuthMode, Validator, bearer_token, check_mode, is_admin
 from .endpoint import EndpointSpec, make_endpoint_app
 from .envelope import envelope, problem_for
 from .page import build_page, make_page_app
@@ -203,6 +203,20 @@ class HttpTool(BaseTool):
             }
             for s in specs
         ]
+
+    async def caller_is_admin(self, context: dict[str, Any]) -> bool:
+        """Whether the caller of an open endpoint may see what an ``auth="admin"`` one shows: always
+        while authentication is not configured, else only with a valid admin bearer token."""
+        if self._gate.validator is None:
+            return True
+        token = bearer_token(context.get("headers") or {})
+        if token is None:
+            return False
+        try:
+            await self._gate.identify(ADMIN, token)
+        except RequestError:
+            return False
+        return True
 
     def json_response(
         self, body: Any, *, status_code: int = 200, headers: Mapping[str, str] | None = None
@@ -547,7 +561,7 @@ async def _validation_error(request: Request, exc: RequestValidationError) -> Re
 
 
 async def _unexpected_error(request: Request, exc: Exception) -> Response:
-    status, body, _ = problem_for(
+    status, body, headers = problem_for(
         exc, request.scope.get(REQUEST_ID_KEY), f"{request.method} {request.url.path}"
     )
-    return _answer(status, body)
+    return _answer(status, body, {k.decode("latin-1"): v.decode("latin-1") for k, v in headers})
