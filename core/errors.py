@@ -13,6 +13,7 @@ from core.contracts.errors import KeelError, StoreValueError, ToolArgumentError
 
 __all__ = [
     "ConflictError",
+    "ExitAttemptError",
     "ErrorKind",
     "ForbiddenError",
     "InvalidInputError",
@@ -50,7 +51,17 @@ class ToolNotFoundError(KeelError, LookupError):
 
 
 class KernelBootError(KeelError):
-    """The project root cannot be booted at all (two tools claiming one name, for example)."""
+    """The project root cannot be booted at all."""
+
+
+class ExitAttemptError(KeelError):
+    """Plugin or tool code raised ``SystemExit`` or ``KeyboardInterrupt`` (a ``sys.exit()`` in a
+    hook, say): a part may not end the process, so the kernel makes it that part's failure."""
+
+    def __init__(self, exc: BaseException, where: str) -> None:
+        code = f"({exc.code!r})" if isinstance(exc, SystemExit) and exc.code is not None else "()"
+        super().__init__(f"{where} raised {type(exc).__name__}{code}: a part cannot end the process")
+        self.original = exc
 
 
 class ErrorKind(StrEnum):

@@ -26,6 +26,7 @@ import logging
 import os
 import signal
 import sys
+import threading
 import traceback
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
@@ -37,6 +38,7 @@ from core.base_tool import BaseTool
 from core.container import Container
 from core.context import current_identity_var, current_plugin_var
 from core.errors import KernelBootError, ToolNotConfiguredError, ToolUnavailableError
+from core.guard import StepStats, guarded
 from core.loader import import_file
 from core.plugin_tasks import PluginTasks
 from core.registry import Lifecycle, PluginStatus, Registry, ToolStatus
@@ -50,6 +52,9 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 CONTAINER_PARAMETER = "container"
 TASKS_PARAMETER = "tasks"
 RESERVED_PARAMETERS = frozenset({CONTAINER_PARAMETER, TASKS_PARAMETER})
+PART_FAILURES = (Exception, SystemExit, KeyboardInterrupt)
+"""What plugin or tool code may raise that is that part's failure, never the process's end: a
+``sys.exit()`` in an ``on_boot`` marks that plugin DEAD. Cancellation is not among them."""
 
 
 @dataclass
@@ -128,7 +133,7 @@ class Kernel:
             relative = self._relative(path)
             try:
                 module = import_file(self.root, path)
-            except Exception as exc:
+            except PART_FAILURES as exc:
                 self.registry.record_load_error(relative, _describe(exc))
                 log.error("tool file %s failed to import: %s", relative, _describe(exc))
                 continue
@@ -136,22 +141,27 @@ class Kernel:
                 if not cls.name:
                     continue
                 if cls.name in RESERVED_PARAMETERS:
-                    raise KernelBootError(
-                        f"the tool in {relative} may not be named {cls.name!r}: plugins use that "
+                    error = (
+                        f"the tool {cls.__name__} may not be named {cls.name!r}: plugins use that "
                         "parameter name for what the kernel itself injects"
                     )
+                    self.registry.record_load_error(relative, error)
+                    log.error("tool file %s: %s", relative, error)
+                    continue
                 if cls.name in found and found[cls.name][0] is not cls:
-                    raise KernelBootError(
-                        f"two tools are named {cls.name!r}: {self._relative(found[cls.name][1])} "
-                        f"and {relative}"
-                    )
+                    # The first file (in sorted order) keeps the name; the other is a load error.
+                    first = self._relative(found[cls.name][1])
+                    error = f"two tools are named {cls.name!r}: {first} and {relative}; {first} was loaded"
+                    self.registry.record_load_error(relative, error)
+                    log.error("tool file %s: %s", relative, error)
+                    continue
                 found[cls.name] = (cls, path)
         tools: list[BaseTool] = []
         for name, (cls, path) in found.items():
             relative = self._relative(path)
             try:
                 tool = cls()
-            except Exception as exc:
+            except PART_FAILURES as exc:
                 self.registry.register_tool(
                     name, ToolStatus.DEAD, f"constructor raised {_describe(exc)}", relative
                 )
@@ -178,7 +188,7 @@ class Kernel:
             # successful call (or health check) marks it OK again.
             log.error("tool %s: setup() found its infrastructure unavailable: %s", tool.name, exc)
             self.registry.mark_setup_failed(tool.name, f"setup() raised {_describe(exc)}", permanent=False)
-        except Exception as exc:
+        except PART_FAILURES as exc:
             # A misconfiguration: a later successful call does not mean it is set up.
             log.exception("tool %s: setup() raised", tool.name)
             self.registry.mark_setup_failed(tool.name, f"setup() raised {_describe(exc)}")
@@ -235,7 +245,7 @@ class Kernel:
         try:
             module = import_file(self.root, path, fresh=fresh)
         except BaseException as exc:
-            if isinstance(exc, asyncio.CancelledError | KeyboardInterrupt):
+            if isinstance(exc, asyncio.CancelledError):
                 raise
             error = _describe(exc)
             self.registry.record_load_error(relative, error)
@@ -287,7 +297,7 @@ class Kernel:
         identity_token = current_identity_var.set(f"{plugin_id}.__init__")
         try:
             instance = cls(**kwargs)
-        except Exception as exc:
+        except PART_FAILURES as exc:
             reason = f"__init__ raised {_describe(exc)}"
             if staged_owner is None:
                 self.registry.update_plugin_status(plugin_id, PluginStatus.DEAD, reason)
@@ -320,23 +330,42 @@ class Kernel:
         kernel's share of boot small: it is a fixed cost paid for every plugin.
         """
         limit = self._boot_timeout
+        loop = asyncio.get_running_loop()
         tasks: list[asyncio.Task[Any]] = []
+        stats: list[StepStats] = []
         for plugin in plugins:
             context = contextvars.copy_context()
             context.run(_enter, plugin.owner, f"{plugin.plugin_id}.on_boot")
             hook = plugin.instance.on_boot
-            # An async hook becomes the task itself (creating the coroutine runs none of its code);
-            # only a plain one needs the wrapper that moves it to a thread.
+            # Creating the coroutine runs none of its code; a plain hook is moved to a thread.
             work = hook() if _is_coroutine_function(hook) else _hook(hook)
-            tasks.append(asyncio.create_task(work, context=context))
-        _, pending = await asyncio.wait(tasks, timeout=limit)
+            stats.append(step_stats := StepStats())
+            where = f"{plugin.plugin_id}.on_boot()"
+            tasks.append(asyncio.create_task(guarded(work, where, step_stats), context=context))
+        # One deadline for all, moved on by the time hooks held the loop in long steps: a hook
+        # that blocks the loop for 20 s must not make the others, which could not run meanwhile,
+        # miss the deadline. The blocker itself is blamed below.
+        deadline = loop.time() + limit
+        pending: set[asyncio.Task[Any]] = set(tasks)
+        while pending:
+            remaining = deadline + sum(s.held for s in stats) - loop.time()
+            if remaining <= 0:
+                break
+            _, pending = await asyncio.wait(pending, timeout=remaining)
         for task in pending:
             task.cancel()  # a hook that ignores cancellation is abandoned, never waited for
             task.add_done_callback(_discard_result)
         reasons: list[str | None] = []
-        for task, plugin in zip(tasks, plugins, strict=True):
-            if task in pending:
-                reason: str | None = f"on_boot() did not finish within {limit:g}s (PLUGIN_BOOT_TIMEOUT)"
+        for task, plugin, step in zip(tasks, plugins, stats, strict=True):
+            if step.longest > limit:
+                reason: str | None = (
+                    f"on_boot() blocked the event loop for {step.longest:.1f}s in one step, longer than "
+                    f"PLUGIN_BOOT_TIMEOUT ({limit:g}s): blocking calls in async code stall every request "
+                    "(use a plain def, or asyncio.to_thread)"
+                )
+                log.error("%s: %s", plugin.plugin_id, reason)
+            elif task in pending:
+                reason = f"on_boot() did not finish within {limit:g}s (PLUGIN_BOOT_TIMEOUT)"
                 log.error("%s: %s", plugin.plugin_id, reason)
             elif task.cancelled():  # the hook raised CancelledError itself: its failure, nobody else's
                 reason = "on_boot() was cancelled"
@@ -439,7 +468,16 @@ class Kernel:
             return 2
         factory = next((t.loop_factory for t in self._tool_classes() if t.loop_factory), None)
         with asyncio.Runner(loop_factory=factory) as runner:
-            return runner.run(self._main(serve=command == "serve"))
+            code = runner.run(self._main(serve=command == "serve"))
+            abandoned = runner.run(_stop_leftovers(env_float("SHUTDOWN_TIMEOUT", 10.0)))
+            if abandoned:
+                # Closing the runner would wait for them forever: exit now, saying what is left.
+                log.error("exiting with work that ignored cancellation abandoned: %s", ", ".join(abandoned))
+                logging.shutdown()
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os._exit(code)
+        return code
 
     async def _main(self, *, serve: bool) -> int:
         loop = asyncio.get_running_loop()
@@ -494,29 +532,54 @@ class Kernel:
         owner_token = current_plugin_var.set(owner)
         identity_token = current_identity_var.set(identity)
         try:
-            try:
-                async with asyncio.timeout(limit):
-                    await work
-                return True
-            except TimeoutError:
-                reason = f"{identity.rsplit('.', 1)[-1]}() did not finish within {limit:g}s ({timeout_name})"
-                log.error("%s: %s", identity, reason)
-            except Exception as exc:
-                reason = f"{identity.rsplit('.', 1)[-1]}() raised {_describe(exc)}"
-                log.error("%s failed", identity, exc_info=exc)
-            except asyncio.CancelledError:
-                task = asyncio.current_task()
-                if task is not None and task.cancelling():
-                    raise  # the kernel itself is being cancelled
-                # The hook raised CancelledError on its own: one failure, and the rest still run.
-                reason = f"{identity.rsplit('.', 1)[-1]}() was cancelled"
-                log.error("%s: %s", identity, reason)
+            # Its own task, so a hook that swallows the cancellation is abandoned at the bound
+            # instead of holding the caller (a shutdown) forever.
+            task = asyncio.ensure_future(guarded(work, f"{identity}()"))
         finally:
             current_identity_var.reset(identity_token)
             current_plugin_var.reset(owner_token)
+        name = identity.rsplit(".", 1)[-1]
+        try:
+            done, _ = await asyncio.wait({task}, timeout=limit)
+        except asyncio.CancelledError:
+            task.cancel()
+            task.add_done_callback(_discard_result)
+            raise  # the kernel itself is being cancelled
+        if not done:
+            task.cancel()
+            task.add_done_callback(_discard_result)
+            reason = f"{name}() did not finish within {limit:g}s ({timeout_name}); abandoned"
+            log.error("%s: %s", identity, reason)
+        elif task.cancelled():  # the hook raised CancelledError on its own: one failure, the rest run
+            reason = f"{name}() was cancelled"
+            log.error("%s: %s", identity, reason)
+        elif (error := task.exception()) is not None:
+            reason = f"{name}() raised {_describe(error)}"
+            log.error("%s failed", identity, exc_info=error)
+        else:
+            return True
         if on_error is not None:
             on_error(reason)
         return False
+
+
+async def _stop_leftovers(limit: float) -> list[str]:
+    """Cancel the tasks still running once the kernel has shut down and wait for them at most
+    ``limit`` seconds; return what is still running then (tasks by name, non-daemon threads)."""
+    current = asyncio.current_task()
+    tasks = [task for task in asyncio.all_tasks() if task is not current]
+    for task in tasks:
+        task.cancel()
+    pending: set[asyncio.Task[Any]] = set()
+    if tasks:
+        _, pending = await asyncio.wait(tasks, timeout=limit)
+    for task in tasks:
+        if task not in pending:
+            _discard_result(task)
+    threads = [
+        t for t in threading.enumerate() if not t.daemon and t is not threading.main_thread() and t.is_alive()
+    ]
+    return [f"task {task.get_name()}" for task in pending] + [f"thread {t.name}" for t in threads]
 
 
 def _enter(owner: str, identity: str) -> None:

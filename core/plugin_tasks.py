@@ -27,6 +27,7 @@ from collections.abc import Coroutine
 from typing import Any
 
 from core.context import current_identity_var, current_plugin_var
+from core.guard import guarded
 
 log = logging.getLogger("keel.kernel")
 
@@ -106,7 +107,9 @@ class PluginTasks:
         label = getattr(coro, "__name__", "task")
         context = contextvars.copy_context()
         context.run(_enter, self.owner, f"{self.plugin_id}.{label}")
-        task = self._loop.create_task(coro, name=name or f"{self.plugin_id}.{label}", context=context)
+        identity = name or f"{self.plugin_id}.{label}"
+        # guarded: a SystemExit in the task is the task's failure, not the end of the process
+        task = self._loop.create_task(guarded(coro, identity), name=identity, context=context)
         self._tasks[task] = context
         task.add_done_callback(self._finished)
         return task
