@@ -6,16 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
-import re
-import sys
-import textwrap
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx
 
-from tests.kit import PROJECT, free_port, make_root, until, write
+from tests.domains.system.process_kit import keel_process
+from tests.kit import free_port, make_root, until, write
 
 PING_PLUGIN = """
     from core import BasePlugin
@@ -68,44 +64,6 @@ class Upstream:
                 await writer.wait_closed()
 
 
-@contextlib.asynccontextmanager
-async def keel_process(root: Path, log: Path, env: dict[str, str]) -> AsyncIterator[str]:
-    script = root / "run.py"
-    script.write_text(
-        textwrap.dedent(f"""
-        import sys
-        sys.path.insert(0, {str(PROJECT)!r})
-        from core import Kernel
-        sys.exit(Kernel({str(root)!r}).run())
-    """)
-    )
-    with log.open("wb") as out:
-        process = await asyncio.create_subprocess_exec(
-            sys.executable, str(script), env={**os.environ, **env}, cwd=root, stdout=out, stderr=out
-        )
-    try:
-        found: list[str] = []
-
-        def serving() -> bool:
-            match = re.search(r"serving on (http://\S+)", log.read_text(errors="replace"))
-            if match:
-                found.append(match.group(1))
-            assert process.returncode is None, log.read_text(errors="replace")
-            return bool(match)
-
-        await until(serving, f"{root.name} serving", limit=60)
-        yield found[0]
-    finally:
-        if process.returncode is None:
-            process.terminate()
-            try:
-                async with asyncio.timeout(30):
-                    await process.wait()
-            except TimeoutError:
-                process.kill()
-                await process.wait()
-
-
 async def test_a_shared_upstream_outage_degrades_the_fleet_without_emptying_it(tmp_path: Path) -> None:
     upstream = Upstream(free_port())
     await upstream.start()
@@ -129,10 +87,11 @@ async def test_a_shared_upstream_outage_degrades_the_fleet_without_emptying_it(t
     seen: list[int] = []
     try:
         async with (
-            keel_process(roots[0], tmp_path / "one.log", env) as one,
-            keel_process(roots[1], tmp_path / "two.log", env) as two,
+            keel_process(roots[0], tmp_path / "one.log", env) as first,
+            keel_process(roots[1], tmp_path / "two.log", env) as second,
             httpx.AsyncClient(timeout=10) as client,
         ):
+            one, two = first.url, second.url
 
             async def fleet(status: str) -> bool:
                 bodies = []
