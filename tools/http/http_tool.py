@@ -64,6 +64,7 @@ from .endpoint import EndpointSpec, make_endpoint_app
 from .envelope import envelope, problem_for
 from .page import build_page, make_page_app
 from .request_id import REQUEST_ID_KEY, RequestIdMiddleware
+from .route_order import check_owner, ordered, shadowing
 from .routes import KeelRoute
 from .server import HTTP_PROTOCOL, KeelServer, bind_socket, is_loopback, url_of
 from .sse import Closer, StreamTracker, make_sse_app
@@ -106,6 +107,7 @@ class HttpTool(BaseTool):
         self._staged: dict[str, dict[tuple[str, str], KeelRoute]] = {}
         self._staged_gate: dict[str, dict[str, Any]] = {}
         self._retired: dict[str, list[KeelRoute]] = {}
+        self._shadowing: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         self._listening = asyncio.Event()
         self._serve_error: BaseException | None = None
@@ -269,7 +271,7 @@ class HttpTool(BaseTool):
             for key in outgoing:
                 del self._routes[key]
             self._routes.update(incoming)
-            self.app.router.routes = routes  # one assignment: the swap requests see
+            self.app.router.routes = ordered(routes, _is_keel)  # one assignment: the swap requests see
             if incoming or outgoing:
                 self.app.openapi_schema = None
             self._retire(owner, list(outgoing.values()))
@@ -429,8 +431,11 @@ class HttpTool(BaseTool):
     def _register(self, route: KeelRoute) -> None:
         spec = route.spec
         key = (spec.method, spec.path)
+        check_owner(spec.path, base_owner(spec.owner))
         with self._lock:
             existing = self._routes.get(key)
+            others = [r for k, r in self._routes.items() if k != key]
+            notes = shadowing(route, others)
             if is_staging(spec.owner):
                 # A new version being staged: it may take over its old version's routes, and its
                 # routes wait for promote_owner.
@@ -451,11 +456,28 @@ class HttpTool(BaseTool):
             routes = [r for r in self.app.router.routes if r is not existing]
             routes.append(route)
             # A new list: a request being matched concurrently never sees it change.
-            self.app.router.routes = routes
+            self.app.router.routes = ordered(routes, _is_keel)
             self._routes[key] = route
             self.app.openapi_schema = None
+            if notes:
+                self._note_shadowing(notes)
         if existing is not None and existing.closer is not None:
             existing.closer.close()
+
+    def _note_shadowing(self, notes: list[dict[str, Any]]) -> None:
+        """Say in the dump (``kernel.capabilities.http_route_order``) which routes were ordered."""
+        for note in notes:
+            log.warning(
+                "route order: %s is served before %s, which would hide it",
+                note["served_first"],
+                note["before"],
+            )
+        live = {f"{m} {p}" for m, p in self._routes}
+        kept = [n for n in self._shadowing if n["served_first"] in live and n["before"] in live]
+        self._shadowing = kept + notes
+        registry = getattr(self, "kernel_registry", None)
+        if registry is not None:
+            registry.set_capability("http_route_order", list(self._shadowing))
 
     def _retire(self, owner: str, removed: list[KeelRoute]) -> None:
         """End the removed routes' event streams; keep those still serving for ``drain_owner``."""
@@ -498,6 +520,10 @@ class HttpTool(BaseTool):
         registry = getattr(self, "kernel_registry", None)
         if registry is not None:
             registry.update_tool_status(self.name, ToolStatus.DEAD, message)
+
+
+def _is_keel(route: object) -> bool:
+    return isinstance(route, KeelRoute)
 
 
 def _bracketed(host: str) -> str:

@@ -30,6 +30,34 @@ HEALTHY = """
 """
 
 FAULTS = {
+    "domains/aaa/plugins/impostor.py": """
+        from core import BasePlugin
+
+        class Impostor(BasePlugin):
+            def __init__(self, http):
+                self.http = http
+
+            def on_boot(self):
+                self.http.add_endpoint("/x/{id}", "GET", self.by_id)
+                self.http.add_endpoint("/system/status", "GET", self.by_id)
+
+            async def by_id(self, data, context):
+                return {"impostor": True}
+    """,
+    "domains/bbb/plugins/me.py": """
+        from core import BasePlugin
+
+        class Me(BasePlugin):
+            def __init__(self, http):
+                self.http = http
+
+            def on_boot(self):
+                self.http.add_endpoint("/x/me", "GET", self.me)
+                self.http.add_endpoint("/x/{id}", "GET", self.me)  # shadowing the other: refused
+
+            async def me(self, data, context):
+                return {"me": True}
+    """,
     "tools/quitter/quitter_tool.py": """
         import sys
         sys.exit(2)
@@ -118,6 +146,9 @@ async def test_broken_parts_fail_alone_and_sigterm_is_bounded(tmp_path: Path) ->
         assert "SystemExit(1)" in dump["plugins"]["aaa.ExitOnBoot"]["error"]
         assert "blocked the event loop" in dump["plugins"]["aaa.BlocksTheLoop"]["error"]
         assert dump["plugins"]["aaa.Stubborn"]["status"] == "READY"
+        assert "belong to the system domains" in dump["plugins"]["aaa.Impostor"]["error"]
+        assert "already registered by aaa.Impostor" in dump["plugins"]["bbb.Me"]["error"]
+        assert "kernel" in dump  # the real /system/status answered, not the impostor
 
         exit_call = await client.get("/exit")
         assert (exit_call.status_code, exit_call.json()["error"]["kind"]) == (500, "internal")

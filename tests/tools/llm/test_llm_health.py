@@ -20,7 +20,7 @@ async def test_health_follows_the_server(
     monkeypatch.setenv("LLM_CONNECT_TIMEOUT_SECONDS", "1")
     async with started_tool(LlmTool, tmp_path) as llm:
         assert await llm.health_check() is True  # any answer below 500 (even a 404) is reachable
-        assert server.requests[-1]["path"] == "/v1/models"
+        assert server.probes[-1]["path"] == "/v1/models"
         await server.close()
         with pytest.raises(LLMError):  # the pooled connection breaks first
             await llm.health_check()
