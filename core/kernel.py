@@ -45,6 +45,7 @@ from core.registry import Lifecycle, PluginStatus, Registry, ToolStatus
 from core.reloader import PluginHost, attach_plugin_host
 from core.settings import env_float, load_dotenv
 from core.threads import run_in_daemon_thread
+from core.watchdog import LoopWatchdog
 
 log = logging.getLogger("keel.kernel")
 
@@ -100,6 +101,7 @@ class Kernel:
         self._tool_timeout = tool_timeout = env_float("TOOL_SETUP_TIMEOUT", 30.0)
         self._boot_timeout = env_float("PLUGIN_BOOT_TIMEOUT", 30.0)
         self.plugin_host.configure()
+        self._start_watchdog()
         tools = self._discover_tools()
         await asyncio.gather(*(self._setup_tool(tool, tool_timeout) for tool in tools))
         if not plugins:
@@ -125,6 +127,30 @@ class Kernel:
                 counts["dead_plugins"],
                 counts["load_errors"],
             )
+
+    def _start_watchdog(self) -> None:
+        threshold = env_float("LOOP_STALL_THRESHOLD", 1.0)
+        if threshold <= 0 or self.registry.watchdog is not None:
+            return
+        watchdog = LoopWatchdog(
+            asyncio.get_running_loop(),
+            self._owner_of_file,
+            threshold=threshold,
+            liveness=env_float("LOOP_STALL_LIVENESS", 10.0),
+            rss_every=env_float("RSS_SAMPLE_SECONDS", 10.0) or 10.0,
+        )
+        watchdog.start()
+        self.registry.watchdog = watchdog
+
+    def _owner_of_file(self, filename: str) -> str | None:
+        """The plugin id whose file ``filename`` is (or the file, relative, for another project file)."""
+        relative = self._relative(Path(filename))
+        if relative == filename or not relative.startswith(("domains" + os.sep, "tools" + os.sep)):
+            return None
+        for plugin_id, plugin in self.plugins.items():
+            if self._relative(plugin.file) == relative:
+                return plugin_id
+        return relative
 
     def _discover_tools(self) -> list[BaseTool]:
         tools_dir = self.root / "tools"
@@ -457,6 +483,8 @@ class Kernel:
         for tool in reversed(self._tool_order):
             await self._bounded(tool.shutdown(), timeout, f"{tool.name}.shutdown")
         self._tool_order = []
+        if self.registry.watchdog is not None:
+            self.registry.watchdog.stop()
         log.info("shut down %s", self.root)
 
     def run(self, argv: list[str] | None = None) -> int:

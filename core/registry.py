@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from core.watchdog import rss_bytes
+
 log = logging.getLogger("keel.registry")
 
 METRICS_BUFFER_SIZE = 1000
@@ -30,6 +32,11 @@ CallRecord = tuple[str, str, float, bool, float]
 A tuple is cheaper to build than a dict on every tool call; readers get dicts."""
 
 RECORD_KEYS = ("tool", "method", "duration_ms", "success", "timestamp")
+
+
+def _memory() -> dict[str, Any]:
+    size = rss_bytes()
+    return {"rss_mib": round(size / 2**20, 1) if size else None, "trend_mib_per_min": None}
 
 
 def record_dict(record: CallRecord) -> MetricRecord:
@@ -95,6 +102,8 @@ class Registry:
         self.metrics_sinks: list[MetricsSink] = []
         self.started_at = time.time()
         self.lifecycle = Lifecycle.BOOTING
+        self.watchdog: Any = None
+        """The kernel's :class:`core.watchdog.LoopWatchdog` once it runs (loop stalls, memory)."""
         self.process = {"pid": os.getpid(), "host": socket.gethostname()}
 
     # -- tools ---------------------------------------------------------------------------------
@@ -265,6 +274,8 @@ class Registry:
                 "process": dict(self.process),
                 "started_at": self.started_at,
                 "lifecycle": str(self.lifecycle),
+                "loop": self.watchdog.report() if self.watchdog is not None else None,
+                "memory": self.watchdog.memory() if self.watchdog is not None else _memory(),
                 "uptime_s": round(time.time() - self.started_at, 3),
                 "per_process": ["metrics", "logs"],
                 "capabilities": copy.deepcopy(self._capabilities),

@@ -1,8 +1,9 @@
 """Health a load balancer and an orchestrator can live with: liveness, readiness, and ``/system/health``.
 
 - ``GET /system/health/live``: the process and its event loop answer. 200 ``{"status": "ok"}``,
-  or 503 while the event-loop watchdog sees the loop stalled past ``LOOP_STALL_LIVENESS`` seconds
-  (restart me); it says nothing about tools, so an outage elsewhere never restarts a process.
+  or 503 ``stalled`` while the event-loop watchdog has seen the loop held for more than
+  ``LOOP_STALL_LIVENESS`` seconds within the last minute (restart me; while it is held, nothing
+  answers at all); it says nothing about tools, so an outage elsewhere never restarts a process.
 - ``GET /system/health/ready`` (and ``GET /system/health``, the same answer): whether this
   process should get traffic. 503 ``unavailable`` while it boots (a plugin is RUNNING), drains
   (SIGTERM received), or when a tool named in ``HEALTH_REQUIRED_TOOLS`` (comma separated) is not
@@ -98,7 +99,7 @@ class SystemHealthPlugin(BasePlugin):
         """200 while the process and its event loop answer; 503 while the loop is stalled."""
         dump = self.registry.get_system_dump()
         loop = dump["kernel"].get("loop") or {}
-        if loop.get("stalled"):
+        if loop.get("unhealthy"):
             body: dict[str, Any] = {"status": "stalled"}
             if await self.http.caller_is_admin(context):
                 body["loop"] = loop
