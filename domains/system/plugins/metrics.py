@@ -4,8 +4,8 @@
 process RSS with its trend. ``?limit=N`` (default 100, at most 1000) bounds the records returned,
 newest last; ``?tool=NAME`` (repeatable) keeps those tools' calls (records and summary).
 The numbers are per process: the ring buffer of the last 1000 calls lives in each Keel process,
-and the response says which (``process``: ``{"pid", "host"}``, as in the dump's ``kernel.process``). Admin-only once
-authentication is configured.
+and the response says which (``process``: ``{"pid", "host"}``, as in the dump's
+``kernel.process``). Admin-only once authentication is configured.
 """
 
 from __future__ import annotations
