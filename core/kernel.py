@@ -102,6 +102,9 @@ class Kernel:
         self._boot_timeout = env_float("PLUGIN_BOOT_TIMEOUT", 30.0)
         self.plugin_host.configure()
         self._start_watchdog()
+        loop = asyncio.get_running_loop()
+        if loop.get_exception_handler() is None:
+            loop.set_exception_handler(self._loop_exception)
         tools = self._discover_tools()
         await asyncio.gather(*(self._setup_tool(tool, tool_timeout) for tool in tools))
         if not plugins:
@@ -141,6 +144,20 @@ class Kernel:
         )
         watchdog.start()
         self.registry.watchdog = watchdog
+
+    def _loop_exception(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        """A raw ``asyncio.create_task`` of plugin code crashed and nobody awaited it: log it with the
+        plugin's name and mark the plugin degraded; anything else goes to asyncio's default handler."""
+        task = context.get("future") or context.get("task")
+        error = context.get("exception")
+        code = getattr(getattr(task, "get_coro", lambda: None)(), "cr_code", None)
+        owner = self._owner_of_file(code.co_filename) if code is not None else None
+        if owner is None or not isinstance(error, BaseException):
+            loop.default_exception_handler(context)
+            return
+        reason = f"a task it created with asyncio.create_task crashed: {type(error).__name__}: {error}"
+        log.error("%s: %s (use tasks.start() to have it tracked)", owner, reason, exc_info=error)
+        self.registry.set_plugin_degraded(owner, reason)
 
     def _owner_of_file(self, filename: str) -> str | None:
         """The plugin id whose file ``filename`` is (or the file, relative, for another project file)."""
@@ -300,7 +317,12 @@ class Kernel:
             if name == CONTAINER_PARAMETER:
                 kwargs[name] = self.container
             elif name == TASKS_PARAMETER:
-                kwargs[name] = tasks = PluginTasks(plugin_id, asyncio.get_running_loop(), owner=owner)
+                kwargs[name] = tasks = PluginTasks(
+                    plugin_id,
+                    asyncio.get_running_loop(),
+                    owner=owner,
+                    on_failure=functools.partial(self.registry.set_plugin_degraded, plugin_id),
+                )
             elif self.container.has(name):
                 kwargs[name] = self.container.get(name)
             elif required:

@@ -87,6 +87,8 @@ class PluginState:
     file: str | None = None
     error: str | None = None
     reload_error: str | None = None
+    degraded: str | None = None
+    """Why a READY plugin does not fully work (a background task of it crashed)."""
 
 
 class Registry:
@@ -175,6 +177,12 @@ class Registry:
         state.status = PluginStatus(status)
         state.error = error
 
+    def set_plugin_degraded(self, plugin_id: str, reason: str | None) -> None:
+        if plugin_id in self._plugins:
+            self._plugins[plugin_id].degraded = reason
+            if reason:
+                log.warning("plugin %s is degraded: %s", plugin_id, reason)
+
     def set_plugin_reload_error(self, plugin_id: str, error: str | None) -> None:
         if plugin_id in self._plugins:
             self._plugins[plugin_id].reload_error = error
@@ -261,6 +269,7 @@ class Registry:
                 "dependencies": list(p.dependencies),
                 "file": p.file,
                 "reload_error": p.reload_error,
+                "degraded": p.degraded,
             }
             domains.setdefault(p.domain, {"plugins": []})["plugins"].append(plugin_id)
         for domain, metadata in self._domain_metadata.items():

@@ -7,12 +7,13 @@ boot and work, and that the system dump says why the broken part is not running.
 from __future__ import annotations
 
 import asyncio
+import gc
 from pathlib import Path
 
 import pytest
 
 from core import Kernel, PluginStatus, ToolStatus
-from tests.kit import booted, write
+from tests.kit import booted, until, write
 
 GREETER_TOOL = """
     from core import BaseTool
@@ -64,6 +65,7 @@ async def test_boot_injects_by_name_and_proxies(root: Path) -> None:
             "dependencies": ["greeter"],
             "file": "domains/good/plugins/caller.py",
             "reload_error": None,
+            "degraded": None,
         }
         assert [(r["tool"], r["method"]) for r in kernel.registry.get_metrics()] == [("greeter", "greet")]
 
@@ -677,3 +679,45 @@ async def test_a_link_back_up_the_tools_tree_is_walked_once(tmp_path: Path) -> N
     (root / "tools" / "greeter" / "again").symlink_to(root / "tools" / "greeter", target_is_directory=True)
     async with booted(root) as kernel:
         assert kernel.container.get("greeter").greet("once") == "hello once"
+
+
+TASK_CRASHER = """
+    import asyncio
+    from core import BasePlugin
+
+    class Crasher(BasePlugin):
+        def __init__(self, tasks):
+            self.tasks = tasks
+
+        async def on_boot(self):
+            self.tracked = self.tasks.start(self.crash("tracked"))
+            self.raw = asyncio.create_task(self.crash("raw"))
+
+        async def crash(self, which):
+            raise RuntimeError(f"the {which} task fell over")
+"""
+
+
+async def test_a_crashed_background_task_marks_its_plugin_degraded(
+    root: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    write(root, "domains/bad/plugins/crasher.py", TASK_CRASHER)
+    async with booted(root) as kernel:
+        crasher = kernel.plugins["bad.Crasher"].instance
+        await asyncio.wait([crasher.tracked])  # type: ignore[attr-defined]
+        plugin = kernel.registry.get_system_dump()["plugins"]["bad.Crasher"]
+        assert plugin["status"] == "READY"
+        assert "the tracked task fell over" in plugin["degraded"]
+        await asyncio.wait([crasher.raw])  # type: ignore[attr-defined]
+        del crasher.raw  # type: ignore[attr-defined]  # never retrieved: asyncio reports it when it is freed
+        del crasher
+        gc.collect()
+        await until(
+            lambda: (
+                "the raw task fell over"
+                in (kernel.registry.get_system_dump()["plugins"]["bad.Crasher"]["degraded"] or "")
+            ),
+            "the raw task's crash is attributed",
+        )
+        assert "bad.Crasher: a task it created with asyncio.create_task crashed" in caplog.text
+        assert_healthy_part_works(kernel)

@@ -9,7 +9,8 @@
   (SIGTERM received), or when a tool named in ``HEALTH_REQUIRED_TOOLS`` (comma separated) is not
   OK. Any other tool that is FAIL or DEAD makes it 200 ``degraded``: an upstream every instance
   shares (a model server, a database) going down must not empty the whole pool, because the
-  endpoints that do not need it still work. 200 ``ok`` otherwise.
+  endpoints that do not need it still work; so does a READY plugin whose background task crashed.
+  200 ``ok`` otherwise.
 
 A tool that is OFF (deliberately unconfigured) is not a problem unless it is required; a plugin
 that is DEAD serves nothing and is listed under ``dead_plugins``. The endpoints are open (load
@@ -60,6 +61,9 @@ def assess(dump: dict[str, Any], required: frozenset[str] = frozenset()) -> dict
         for plugin_id, plugin in dump["plugins"].items()
         if plugin["status"] == PluginStatus.DEAD
     }
+    for plugin_id, plugin in dump["plugins"].items():
+        if plugin.get("degraded") and plugin["status"] == PluginStatus.READY:
+            degraded.append({"plugin": plugin_id, "status": "DEGRADED", "message": plugin["degraded"]})
     return {
         "status": "unavailable" if reasons else "degraded" if degraded else "ok",
         "reasons": reasons,
@@ -79,7 +83,9 @@ def statuses_only(report: dict[str, Any]) -> dict[str, Any]:
             {k: v for k, v in r.items() if k in ("tool", "plugin", "process", "status")}
             for r in report["reasons"]
         ],
-        "degraded": [{"tool": d["tool"], "status": d["status"]} for d in report["degraded"]],
+        "degraded": [
+            {k: v for k, v in d.items() if k in ("tool", "plugin", "status")} for d in report["degraded"]
+        ],
         "dead_plugins": sorted(report["dead_plugins"]),
     }
 
