@@ -226,6 +226,7 @@ async def test_a_changed_file_boots_the_new_version_before_the_old_one_stops(roo
             "dependencies": None,
             "file": PLUGIN_FILE,
             "reload_error": None,
+            "degraded": None,
         }
 
 
