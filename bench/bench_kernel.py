@@ -176,6 +176,43 @@ def boot_ratio() -> None:
     emit("boot_ratio_kernel_vs_hand_wired", kernel / hand, "x")
 
 
+def watchdog_cost() -> None:
+    """The event-loop watchdog's cost: one heartbeat callback, and a loop tick with it running."""
+    from core.watchdog import LoopWatchdog
+
+    async def ticks(n: int) -> float:
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        for _ in range(n):
+            await asyncio.sleep(0)
+        return (loop.time() - start) / n * 1e9
+
+    async def measure() -> tuple[float, float, float]:
+        watchdog = LoopWatchdog(asyncio.get_running_loop(), lambda _: None)
+        started = timeit.default_timer()
+        for _ in range(CALLS):
+            watchdog._heartbeat()
+            watchdog._handle.cancel()  # type: ignore[union-attr]  # one timer at a time, as when running
+        beat = (timeit.default_timer() - started) / CALLS * 1e9
+        watchdog.stop()
+        bare: list[float] = []
+        watched: list[float] = []
+        for _ in range(5):
+            bare.append(await ticks(CALLS // 4))
+            watchdog = LoopWatchdog(asyncio.get_running_loop(), lambda _: None)
+            watchdog.start()
+            watched.append(await ticks(CALLS // 4))
+            watchdog.stop()
+        return beat, sorted(bare)[2], sorted(watched)[2]
+
+    beat, bare, watched = asyncio.run(measure())
+    emit("watchdog_heartbeat", beat, "ns")
+    emit("loop_tick_bare", bare, "ns")
+    emit("loop_tick_watched", watched, "ns")
+    emit("watchdog_cost_per_tick", watched - bare, "ns")
+
+
 if __name__ == "__main__":
     proxy_overhead()
+    watchdog_cost()
     boot_ratio()

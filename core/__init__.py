@@ -24,7 +24,7 @@ from core.errors import (
     UnauthorizedError,
 )
 from core.kernel import Kernel
-from core.registry import PluginStatus, Registry, ToolStatus
+from core.registry import Lifecycle, PluginStatus, Registry, ToolStatus
 
 __all__ = [
     "BasePlugin",
@@ -37,6 +37,7 @@ __all__ = [
     "Kernel",
     "KernelBootError",
     "NotFoundError",
+    "Lifecycle",
     "PluginStatus",
     "Registry",
     "RequestError",

@@ -6,13 +6,19 @@ health with the hybrid policy:
 
 - a ``ToolUnavailableError`` (or subclass) marks the tool DEAD at once: the tool said its
   infrastructure is gone;
+- a caller's mistake never counts: arguments that do not bind to the method's signature (the
+  ``TypeError`` is re-raised naming the caller's line, with "did you mean" for a misspelt keyword),
+  and a ``KeelError`` that says the input was bad, not found or a conflict (see
+  :func:`core.errors.is_caller_error`);
 - any other ``Exception`` only counts; ``DEAD_STREAK`` consecutive ones mark it DEAD, so business
-  errors (a unique violation, bad input) never kill a healthy tool;
+  errors that slip through never kill a healthy tool on their own;
 - any success resets the streak, and a success while DEAD marks it OK with "Recovered";
 - ``BaseException``s that are not ``Exception`` (task cancellation, a generator closed by its
   consumer, a test double running out) are control flow, never a tool failure.
 
 The proxy never retries: a blind retry of a non-idempotent call (a payment) is worse than the error.
+
+An unknown method is an ``AttributeError`` that lists the tool's methods and the closest names.
 
 Wrappers are built once per method and cached on the proxy instance, so after the first access a
 call costs a dictionary hit plus the bookkeeping above. Sync methods stay sync, coroutine functions
@@ -23,14 +29,17 @@ as itself, unwrapped.
 
 from __future__ import annotations
 
+import difflib
 import inspect
+import os
+import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractContextManager
 from time import perf_counter, time
 from typing import Any
 
 from core.base_tool import BaseTool
-from core.errors import ToolNotFoundError, ToolUnavailableError
+from core.errors import ToolNotFoundError, ToolUnavailableError, is_caller_error
 from core.registry import Registry, ToolState, ToolStatus, record_dict
 
 DEAD_STREAK = 5
@@ -57,6 +66,8 @@ class _ToolHealth:
     def failed(self, exc: Exception) -> None:
         if self.state.status is ToolStatus.OFF:
             return  # an unconfigured tool stays OFF, however often it is called
+        if is_caller_error(exc):
+            return  # the caller's mistake: neither a failure of the tool nor a success
         if isinstance(exc, ToolUnavailableError):
             self.streak = DEAD_STREAK
             self.registry.update_tool_status(self.name, ToolStatus.DEAD, f"{type(exc).__name__}: {exc}")
@@ -81,7 +92,12 @@ class ToolProxy:
 
     def __getattr__(self, attr: str) -> Any:
         # Only reached on a cache miss: wrappers are stored in the instance dict below.
-        value = getattr(self._keel_tool, attr)
+        try:
+            value = getattr(self._keel_tool, attr)
+        except AttributeError:
+            if attr.startswith("_"):
+                raise
+            raise UnknownMethodError(self._keel_name, attr, self._keel_tool) from None
         if attr.startswith("_") or not inspect.ismethod(value):
             return value
         wrapper = _wrap(self, attr, value)
@@ -115,9 +131,17 @@ def _wrap(proxy: ToolProxy, method: str, fn: Callable[..., Any]) -> Callable[...
         if health.streak or state.status is dead:
             health.succeeded()
 
-    def failed(started: float, exc: Exception) -> None:
+    def failed(
+        started: float, exc: Exception, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Exception | None:
+        """Record a failed call; return the error to raise instead when the arguments did not bind."""
         finished(started, False)
+        if isinstance(exc, TypeError) and (
+            unbound := _binding_error(tool_name, method, fn, exc, args, kwargs)
+        ):
+            return unbound
         health.failed(exc)
+        return None
 
     if inspect.isasyncgenfunction(fn):
 
@@ -127,14 +151,22 @@ def _wrap(proxy: ToolProxy, method: str, fn: Callable[..., Any]) -> Callable[...
             if span is not None:
                 span.__enter__()
             started = perf_counter()
-            agen = fn(*args, **kwargs)
+            try:
+                agen = fn(*args, **kwargs)
+            except TypeError as exc:
+                if span is not None:
+                    span.__exit__(type(exc), exc, exc.__traceback__)
+                if (replacement := failed(started, exc, args, kwargs)) is not None:
+                    raise replacement from None
+                raise
             exc_info: tuple[Any, Any, Any] = (None, None, None)
             try:
                 async for item in agen:
                     yield item
             except Exception as exc:
                 exc_info = (type(exc), exc, exc.__traceback__)
-                failed(started, exc)
+                if (replacement := failed(started, exc, args, kwargs)) is not None:
+                    raise replacement from None
                 raise
             except GeneratorExit:
                 ok(started)  # the consumer stopped early: not a failure of the tool
@@ -159,7 +191,8 @@ def _wrap(proxy: ToolProxy, method: str, fn: Callable[..., Any]) -> Callable[...
                 try:
                     result = await fn(*args, **kwargs)
                 except Exception as exc:
-                    failed(started, exc)
+                    if (replacement := failed(started, exc, args, kwargs)) is not None:
+                        raise replacement from None
                     raise
                 ok(started)
                 return result
@@ -172,7 +205,8 @@ def _wrap(proxy: ToolProxy, method: str, fn: Callable[..., Any]) -> Callable[...
             try:
                 result = await fn(*args, **kwargs)
             except Exception as exc:
-                failed(started, exc)
+                if (replacement := failed(started, exc, args, kwargs)) is not None:
+                    raise replacement from None
                 raise
             record = (tool_name, method, (perf_counter() - started) * 1000.0, True, time())
             append(record)
@@ -190,7 +224,8 @@ def _wrap(proxy: ToolProxy, method: str, fn: Callable[..., Any]) -> Callable[...
             try:
                 result = fn(*args, **kwargs)
             except Exception as exc:
-                failed(started, exc)
+                if (replacement := failed(started, exc, args, kwargs)) is not None:
+                    raise replacement from None
                 raise
             ok(started)
             return result
@@ -203,7 +238,8 @@ def _wrap(proxy: ToolProxy, method: str, fn: Callable[..., Any]) -> Callable[...
         try:
             result = fn(*args, **kwargs)
         except Exception as exc:
-            failed(started, exc)
+            if (replacement := failed(started, exc, args, kwargs)) is not None:
+                raise replacement from None
             raise
         record = (tool_name, method, (perf_counter() - started) * 1000.0, True, time())
         append(record)
@@ -214,6 +250,93 @@ def _wrap(proxy: ToolProxy, method: str, fn: Callable[..., Any]) -> Callable[...
         return result
 
     return sync_call
+
+
+class UnknownMethodError(AttributeError):
+    """A plugin asked a tool for a method it does not have; the message lists what it has."""
+
+    def __init__(self, tool_name: str, attr: str, tool: Any) -> None:
+        super().__init__(attr)
+        self.tool_name = tool_name
+        self.attr = attr
+        self._tool = tool
+        self.where = _caller_location()
+
+    def __str__(self) -> str:  # built when shown: ``getattr(proxy, name, None)`` probes stay cheap
+        methods = [
+            n for n in dir(self._tool) if not n.startswith("_") and callable(getattr(self._tool, n, None))
+        ]
+        hint = _did_you_mean(self.attr, methods)
+        where = f" (at {self.where})" if self.where else ""
+        return (
+            f"tool {self.tool_name!r} has no method {self.attr!r}{where}{hint}; it has: {', '.join(methods)}"
+        )
+
+
+def _did_you_mean(name: str, choices: list[str]) -> str:
+    close = difflib.get_close_matches(name, choices, n=3, cutoff=0.6)
+    return f": did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+
+
+_CORE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def _caller_location() -> str | None:
+    """``file:line`` of the first frame outside ``core/``: the plugin (or tool) line that made the call."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if not filename.startswith(_CORE_DIR) and not filename.startswith("<"):
+            return f"{_short(filename)}:{frame.f_lineno}"
+        frame = frame.f_back  # type: ignore[assignment]
+    return None
+
+
+def _short(filename: str) -> str:
+    cwd = os.getcwd() + os.sep
+    return filename[len(cwd) :] if filename.startswith(cwd) else filename
+
+
+def _binding_error(
+    tool_name: str,
+    method: str,
+    fn: Callable[..., Any],
+    exc: TypeError,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+) -> TypeError | None:
+    """A ``TypeError`` naming the caller's line when ``args``/``kwargs`` do not bind to ``fn``; else None."""
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return None
+    try:
+        signature.bind(*args, **kwargs)
+    except TypeError as unbound:
+        names = [
+            p.name for p in signature.parameters.values() if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+        ]
+        hints = [
+            f"{key!r}{hint}"
+            for key in kwargs
+            if key not in signature.parameters and (hint := _did_you_mean(key, names))
+        ]
+        plain = signature.replace(
+            parameters=[p.replace(annotation=p.empty) for p in signature.parameters.values()],
+            return_annotation=signature.empty,
+        )
+        where = _caller_location()
+        message = f"{tool_name}.{method}{plain}: {unbound}"
+        if where:
+            message += f" (called at {where})"
+        if hints:
+            message += "".join(f"; {hint}" for hint in hints)
+        return ToolCallError(message)
+    return None
+
+
+class ToolCallError(TypeError):
+    """A tool method was called with arguments that do not fit its signature (the caller's mistake)."""
 
 
 class Container:

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from core.contracts.errors import KeelError
+from core.contracts.errors import KeelError, StoreValueError, ToolArgumentError
 
 __all__ = [
     "ConflictError",
+    "ExitAttemptError",
     "ErrorKind",
     "ForbiddenError",
     "InvalidInputError",
@@ -26,6 +27,7 @@ __all__ = [
     "TooManyRequestsError",
     "ToolUnavailableError",
     "UnauthorizedError",
+    "is_caller_error",
 ]
 
 
@@ -49,7 +51,17 @@ class ToolNotFoundError(KeelError, LookupError):
 
 
 class KernelBootError(KeelError):
-    """The project root cannot be booted at all (two tools claiming one name, for example)."""
+    """The project root cannot be booted at all."""
+
+
+class ExitAttemptError(KeelError):
+    """Plugin or tool code raised ``SystemExit`` or ``KeyboardInterrupt`` (a ``sys.exit()`` in a
+    hook, say): a part may not end the process, so the kernel makes it that part's failure."""
+
+    def __init__(self, exc: BaseException, where: str) -> None:
+        code = f"({exc.code!r})" if isinstance(exc, SystemExit) and exc.code is not None else "()"
+        super().__init__(f"{where} raised {type(exc).__name__}{code}: a part cannot end the process")
+        self.original = exc
 
 
 class ErrorKind(StrEnum):
@@ -115,3 +127,32 @@ class TooManyRequestsError(RequestError):
 class ServiceUnavailableError(RequestError):
     status_code = 503
     kind = ErrorKind.UNAVAILABLE
+
+
+CALLER_KINDS = frozenset({ErrorKind.INVALID, ErrorKind.BAD_REQUEST, ErrorKind.NOT_FOUND, ErrorKind.CONFLICT})
+"""The ``kind`` (or ``reason``) values that say the caller asked wrongly, not that a tool failed."""
+
+
+def is_caller_error(exc: BaseException) -> bool:
+    """Whether ``exc`` is the caller's mistake (bad input, not found, a conflict), not the tool's.
+
+    The ToolProxy never counts such an error toward DEAD. In order: a ``ToolUnavailableError`` is
+    never one; an exception may declare itself with a boolean ``caller_error`` attribute (how a tool
+    classifies its own kinds, a database's unique violation say, without ``core`` knowing the tool);
+    the port errors for a bad argument are; a ``KeelError`` is when its ``kind`` or ``reason`` is
+    one of :data:`CALLER_KINDS`.
+    """
+    if isinstance(exc, ToolUnavailableError):
+        return False
+    declared = getattr(exc, "caller_error", None)
+    if isinstance(declared, bool):
+        return declared
+    if isinstance(exc, ToolArgumentError | StoreValueError):
+        return True
+    if not isinstance(exc, KeelError):
+        return False
+    for attr in ("kind", "reason"):
+        value = getattr(exc, attr, None)
+        if value is not None and str(value) in CALLER_KINDS:
+            return True
+    return False

@@ -26,6 +26,7 @@ import logging
 import os
 import signal
 import sys
+import threading
 import traceback
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
@@ -37,12 +38,14 @@ from core.base_tool import BaseTool
 from core.container import Container
 from core.context import current_identity_var, current_plugin_var
 from core.errors import KernelBootError, ToolNotConfiguredError, ToolUnavailableError
+from core.guard import StepStats, guarded
 from core.loader import import_file
 from core.plugin_tasks import PluginTasks
-from core.registry import PluginStatus, Registry, ToolStatus
+from core.registry import Lifecycle, PluginStatus, Registry, ToolStatus
 from core.reloader import PluginHost, attach_plugin_host
 from core.settings import env_float, load_dotenv
 from core.threads import run_in_daemon_thread
+from core.watchdog import LoopWatchdog
 
 log = logging.getLogger("keel.kernel")
 
@@ -50,6 +53,9 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 CONTAINER_PARAMETER = "container"
 TASKS_PARAMETER = "tasks"
 RESERVED_PARAMETERS = frozenset({CONTAINER_PARAMETER, TASKS_PARAMETER})
+PART_FAILURES = (Exception, SystemExit, KeyboardInterrupt)
+"""What plugin or tool code may raise that is that part's failure, never the process's end: a
+``sys.exit()`` in an ``on_boot`` marks that plugin DEAD. Cancellation is not among them."""
 
 
 @dataclass
@@ -95,6 +101,10 @@ class Kernel:
         self._tool_timeout = tool_timeout = env_float("TOOL_SETUP_TIMEOUT", 30.0)
         self._boot_timeout = env_float("PLUGIN_BOOT_TIMEOUT", 30.0)
         self.plugin_host.configure()
+        self._start_watchdog()
+        loop = asyncio.get_running_loop()
+        if loop.get_exception_handler() is None:
+            loop.set_exception_handler(self._loop_exception)
         tools = self._discover_tools()
         await asyncio.gather(*(self._setup_tool(tool, tool_timeout) for tool in tools))
         if not plugins:
@@ -108,6 +118,8 @@ class Kernel:
                 on_error=functools.partial(self.registry.update_tool_status, tool.name, ToolStatus.DEAD),
             )
         self._booted = True
+        if not self.stop_event.is_set():
+            self.registry.lifecycle = Lifecycle.SERVING
         if log.isEnabledFor(logging.INFO):
             counts = self.registry.counts()
             log.info(
@@ -119,6 +131,44 @@ class Kernel:
                 counts["load_errors"],
             )
 
+    def _start_watchdog(self) -> None:
+        threshold = env_float("LOOP_STALL_THRESHOLD", 1.0)
+        if threshold <= 0 or self.registry.watchdog is not None:
+            return
+        watchdog = LoopWatchdog(
+            asyncio.get_running_loop(),
+            self._owner_of_file,
+            threshold=threshold,
+            liveness=env_float("LOOP_STALL_LIVENESS", 10.0),
+            rss_every=env_float("RSS_SAMPLE_SECONDS", 10.0) or 10.0,
+        )
+        watchdog.start()
+        self.registry.watchdog = watchdog
+
+    def _loop_exception(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        """A raw ``asyncio.create_task`` of plugin code crashed and nobody awaited it: log it with the
+        plugin's name and mark the plugin degraded; anything else goes to asyncio's default handler."""
+        task = context.get("future") or context.get("task")
+        error = context.get("exception")
+        code = getattr(getattr(task, "get_coro", lambda: None)(), "cr_code", None)
+        owner = self._owner_of_file(code.co_filename) if code is not None else None
+        if owner is None or not isinstance(error, BaseException):
+            loop.default_exception_handler(context)
+            return
+        reason = f"a task it created with asyncio.create_task crashed: {type(error).__name__}: {error}"
+        log.error("%s: %s (use tasks.start() to have it tracked)", owner, reason, exc_info=error)
+        self.registry.set_plugin_degraded(owner, reason)
+
+    def _owner_of_file(self, filename: str) -> str | None:
+        """The plugin id whose file ``filename`` is (or the file, relative, for another project file)."""
+        relative = self._relative(Path(filename))
+        if relative == filename or not relative.startswith(("domains" + os.sep, "tools" + os.sep)):
+            return None
+        for plugin_id, plugin in self.plugins.items():
+            if self._relative(plugin.file) == relative:
+                return plugin_id
+        return relative
+
     def _discover_tools(self) -> list[BaseTool]:
         tools_dir = self.root / "tools"
         found: dict[str, tuple[type[BaseTool], Path]] = {}
@@ -126,7 +176,7 @@ class Kernel:
             relative = self._relative(path)
             try:
                 module = import_file(self.root, path)
-            except Exception as exc:
+            except PART_FAILURES as exc:
                 self.registry.record_load_error(relative, _describe(exc))
                 log.error("tool file %s failed to import: %s", relative, _describe(exc))
                 continue
@@ -134,22 +184,27 @@ class Kernel:
                 if not cls.name:
                     continue
                 if cls.name in RESERVED_PARAMETERS:
-                    raise KernelBootError(
-                        f"the tool in {relative} may not be named {cls.name!r}: plugins use that "
+                    error = (
+                        f"the tool {cls.__name__} may not be named {cls.name!r}: plugins use that "
                         "parameter name for what the kernel itself injects"
                     )
+                    self.registry.record_load_error(relative, error)
+                    log.error("tool file %s: %s", relative, error)
+                    continue
                 if cls.name in found and found[cls.name][0] is not cls:
-                    raise KernelBootError(
-                        f"two tools are named {cls.name!r}: {self._relative(found[cls.name][1])} "
-                        f"and {relative}"
-                    )
+                    # The first file (in sorted order) keeps the name; the other is a load error.
+                    first = self._relative(found[cls.name][1])
+                    error = f"two tools are named {cls.name!r}: {first} and {relative}; {first} was loaded"
+                    self.registry.record_load_error(relative, error)
+                    log.error("tool file %s: %s", relative, error)
+                    continue
                 found[cls.name] = (cls, path)
         tools: list[BaseTool] = []
         for name, (cls, path) in found.items():
             relative = self._relative(path)
             try:
                 tool = cls()
-            except Exception as exc:
+            except PART_FAILURES as exc:
                 self.registry.register_tool(
                     name, ToolStatus.DEAD, f"constructor raised {_describe(exc)}", relative
                 )
@@ -175,8 +230,8 @@ class Kernel:
             # Its infrastructure is unreachable: the tool reconnects by itself, and its first
             # successful call (or health check) marks it OK again.
             log.error("tool %s: setup() found its infrastructure unavailable: %s", tool.name, exc)
-            self.registry.update_tool_status(tool.name, ToolStatus.DEAD, f"setup() raised {_describe(exc)}")
-        except Exception as exc:
+            self.registry.mark_setup_failed(tool.name, f"setup() raised {_describe(exc)}", permanent=False)
+        except PART_FAILURES as exc:
             # A misconfiguration: a later successful call does not mean it is set up.
             log.exception("tool %s: setup() raised", tool.name)
             self.registry.mark_setup_failed(tool.name, f"setup() raised {_describe(exc)}")
@@ -233,7 +288,7 @@ class Kernel:
         try:
             module = import_file(self.root, path, fresh=fresh)
         except BaseException as exc:
-            if isinstance(exc, asyncio.CancelledError | KeyboardInterrupt):
+            if isinstance(exc, asyncio.CancelledError):
                 raise
             error = _describe(exc)
             self.registry.record_load_error(relative, error)
@@ -262,7 +317,12 @@ class Kernel:
             if name == CONTAINER_PARAMETER:
                 kwargs[name] = self.container
             elif name == TASKS_PARAMETER:
-                kwargs[name] = tasks = PluginTasks(plugin_id, asyncio.get_running_loop(), owner=owner)
+                kwargs[name] = tasks = PluginTasks(
+                    plugin_id,
+                    asyncio.get_running_loop(),
+                    owner=owner,
+                    on_failure=functools.partial(self.registry.set_plugin_degraded, plugin_id),
+                )
             elif self.container.has(name):
                 kwargs[name] = self.container.get(name)
             elif required:
@@ -285,7 +345,7 @@ class Kernel:
         identity_token = current_identity_var.set(f"{plugin_id}.__init__")
         try:
             instance = cls(**kwargs)
-        except Exception as exc:
+        except PART_FAILURES as exc:
             reason = f"__init__ raised {_describe(exc)}"
             if staged_owner is None:
                 self.registry.update_plugin_status(plugin_id, PluginStatus.DEAD, reason)
@@ -318,23 +378,42 @@ class Kernel:
         kernel's share of boot small: it is a fixed cost paid for every plugin.
         """
         limit = self._boot_timeout
+        loop = asyncio.get_running_loop()
         tasks: list[asyncio.Task[Any]] = []
+        stats: list[StepStats] = []
         for plugin in plugins:
             context = contextvars.copy_context()
             context.run(_enter, plugin.owner, f"{plugin.plugin_id}.on_boot")
             hook = plugin.instance.on_boot
-            # An async hook becomes the task itself (creating the coroutine runs none of its code);
-            # only a plain one needs the wrapper that moves it to a thread.
+            # Creating the coroutine runs none of its code; a plain hook is moved to a thread.
             work = hook() if _is_coroutine_function(hook) else _hook(hook)
-            tasks.append(asyncio.create_task(work, context=context))
-        _, pending = await asyncio.wait(tasks, timeout=limit)
+            stats.append(step_stats := StepStats())
+            where = f"{plugin.plugin_id}.on_boot()"
+            tasks.append(asyncio.create_task(guarded(work, where, step_stats), context=context))
+        # One deadline for all, moved on by the time hooks held the loop in long steps: a hook
+        # that blocks the loop for 20 s must not make the others, which could not run meanwhile,
+        # miss the deadline. The blocker itself is blamed below.
+        deadline = loop.time() + limit
+        pending: set[asyncio.Task[Any]] = set(tasks)
+        while pending:
+            remaining = deadline + sum(s.held for s in stats) - loop.time()
+            if remaining <= 0:
+                break
+            _, pending = await asyncio.wait(pending, timeout=remaining)
         for task in pending:
             task.cancel()  # a hook that ignores cancellation is abandoned, never waited for
             task.add_done_callback(_discard_result)
         reasons: list[str | None] = []
-        for task, plugin in zip(tasks, plugins, strict=True):
-            if task in pending:
-                reason: str | None = f"on_boot() did not finish within {limit:g}s (PLUGIN_BOOT_TIMEOUT)"
+        for task, plugin, step in zip(tasks, plugins, stats, strict=True):
+            if step.longest > limit:
+                reason: str | None = (
+                    f"on_boot() blocked the event loop for {step.longest:.1f}s in one step, longer than "
+                    f"PLUGIN_BOOT_TIMEOUT ({limit:g}s): blocking calls in async code stall every request "
+                    "(use a plain def, or asyncio.to_thread)"
+                )
+                log.error("%s: %s", plugin.plugin_id, reason)
+            elif task in pending:
+                reason = f"on_boot() did not finish within {limit:g}s (PLUGIN_BOOT_TIMEOUT)"
                 log.error("%s: %s", plugin.plugin_id, reason)
             elif task.cancelled():  # the hook raised CancelledError itself: its failure, nobody else's
                 reason = "on_boot() was cancelled"
@@ -412,6 +491,7 @@ class Kernel:
             self.request_stop()
 
     def request_stop(self) -> None:
+        self.registry.lifecycle = Lifecycle.DRAINING
         if self.stop_event is not None:
             self.stop_event.set()
 
@@ -425,6 +505,8 @@ class Kernel:
         for tool in reversed(self._tool_order):
             await self._bounded(tool.shutdown(), timeout, f"{tool.name}.shutdown")
         self._tool_order = []
+        if self.registry.watchdog is not None:
+            self.registry.watchdog.stop()
         log.info("shut down %s", self.root)
 
     def run(self, argv: list[str] | None = None) -> int:
@@ -436,7 +518,16 @@ class Kernel:
             return 2
         factory = next((t.loop_factory for t in self._tool_classes() if t.loop_factory), None)
         with asyncio.Runner(loop_factory=factory) as runner:
-            return runner.run(self._main(serve=command == "serve"))
+            code = runner.run(self._main(serve=command == "serve"))
+            abandoned = runner.run(_stop_leftovers(env_float("SHUTDOWN_TIMEOUT", 10.0)))
+            if abandoned:
+                # Closing the runner would wait for them forever: exit now, saying what is left.
+                log.error("exiting with work that ignored cancellation abandoned: %s", ", ".join(abandoned))
+                logging.shutdown()
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os._exit(code)
+        return code
 
     async def _main(self, *, serve: bool) -> int:
         loop = asyncio.get_running_loop()
@@ -491,29 +582,54 @@ class Kernel:
         owner_token = current_plugin_var.set(owner)
         identity_token = current_identity_var.set(identity)
         try:
-            try:
-                async with asyncio.timeout(limit):
-                    await work
-                return True
-            except TimeoutError:
-                reason = f"{identity.rsplit('.', 1)[-1]}() did not finish within {limit:g}s ({timeout_name})"
-                log.error("%s: %s", identity, reason)
-            except Exception as exc:
-                reason = f"{identity.rsplit('.', 1)[-1]}() raised {_describe(exc)}"
-                log.error("%s failed", identity, exc_info=exc)
-            except asyncio.CancelledError:
-                task = asyncio.current_task()
-                if task is not None and task.cancelling():
-                    raise  # the kernel itself is being cancelled
-                # The hook raised CancelledError on its own: one failure, and the rest still run.
-                reason = f"{identity.rsplit('.', 1)[-1]}() was cancelled"
-                log.error("%s: %s", identity, reason)
+            # Its own task, so a hook that swallows the cancellation is abandoned at the bound
+            # instead of holding the caller (a shutdown) forever.
+            task = asyncio.ensure_future(guarded(work, f"{identity}()"))
         finally:
             current_identity_var.reset(identity_token)
             current_plugin_var.reset(owner_token)
+        name = identity.rsplit(".", 1)[-1]
+        try:
+            done, _ = await asyncio.wait({task}, timeout=limit)
+        except asyncio.CancelledError:
+            task.cancel()
+            task.add_done_callback(_discard_result)
+            raise  # the kernel itself is being cancelled
+        if not done:
+            task.cancel()
+            task.add_done_callback(_discard_result)
+            reason = f"{name}() did not finish within {limit:g}s ({timeout_name}); abandoned"
+            log.error("%s: %s", identity, reason)
+        elif task.cancelled():  # the hook raised CancelledError on its own: one failure, the rest run
+            reason = f"{name}() was cancelled"
+            log.error("%s: %s", identity, reason)
+        elif (error := task.exception()) is not None:
+            reason = f"{name}() raised {_describe(error)}"
+            log.error("%s failed", identity, exc_info=error)
+        else:
+            return True
         if on_error is not None:
             on_error(reason)
         return False
+
+
+async def _stop_leftovers(limit: float) -> list[str]:
+    """Cancel the tasks still running once the kernel has shut down and wait for them at most
+    ``limit`` seconds; return what is still running then (tasks by name, non-daemon threads)."""
+    current = asyncio.current_task()
+    tasks = [task for task in asyncio.all_tasks() if task is not current]
+    for task in tasks:
+        task.cancel()
+    pending: set[asyncio.Task[Any]] = set()
+    if tasks:
+        _, pending = await asyncio.wait(tasks, timeout=limit)
+    for task in tasks:
+        if task not in pending:
+            _discard_result(task)
+    threads = [
+        t for t in threading.enumerate() if not t.daemon and t is not threading.main_thread() and t.is_alive()
+    ]
+    return [f"task {task.get_name()}" for task in pending] + [f"thread {t.name}" for t in threads]
 
 
 def _enter(owner: str, identity: str) -> None:

@@ -7,7 +7,9 @@ A plugin asks for them by naming an ``__init__`` parameter ``tasks`` (a reserved
   owner while a new version boots, switched to ``<domain>.<Class>`` when it is promoted) and
   ``current_identity_var`` to ``<domain>.<Class>.<coroutine name>``, so what it logs is attributed
   to the plugin and what it registers belongs to it;
-- is logged with that identity if it fails (a task nobody awaits must not fail silently);
+- is logged with that identity if it fails (a task nobody awaits must not fail silently), and
+  its plugin is marked degraded in the dump with the error (the plugin stays READY: its routes
+  may still work, but what the task did no longer happens);
 - is cancelled when its plugin is unloaded, replaced by a reload, or fails to boot, after the
   plugin's ``on_shutdown`` had its chance to stop it gracefully. The kernel waits for the
   cancelled tasks within a bound; one that ignores cancellation is abandoned, not waited for.
@@ -23,10 +25,11 @@ import asyncio
 import concurrent.futures
 import contextvars
 import logging
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 from core.context import current_identity_var, current_plugin_var
+from core.guard import guarded
 
 log = logging.getLogger("keel.kernel")
 
@@ -37,8 +40,17 @@ THREAD_HANDOFF_TIMEOUT = 30.0
 class PluginTasks:
     """The tracked background tasks of one plugin instance."""
 
-    def __init__(self, plugin_id: str, loop: asyncio.AbstractEventLoop, *, owner: str | None = None) -> None:
+    def __init__(
+        self,
+        plugin_id: str,
+        loop: asyncio.AbstractEventLoop,
+        *,
+        owner: str | None = None,
+        on_failure: Callable[[str], None] | None = None,
+    ) -> None:
         self.plugin_id = plugin_id
+        self.on_failure = on_failure
+        """Told why, when a task crashes (the kernel marks the plugin degraded)."""
         self.owner = owner or plugin_id
         self._loop = loop
         self._tasks: dict[asyncio.Task[Any], contextvars.Context] = {}
@@ -106,7 +118,9 @@ class PluginTasks:
         label = getattr(coro, "__name__", "task")
         context = contextvars.copy_context()
         context.run(_enter, self.owner, f"{self.plugin_id}.{label}")
-        task = self._loop.create_task(coro, name=name or f"{self.plugin_id}.{label}", context=context)
+        identity = name or f"{self.plugin_id}.{label}"
+        # guarded: a SystemExit in the task is the task's failure, not the end of the process
+        task = self._loop.create_task(guarded(coro, identity), name=identity, context=context)
         self._tasks[task] = context
         task.add_done_callback(self._finished)
         return task
@@ -118,6 +132,8 @@ class PluginTasks:
         error = task.exception()
         if error is not None:
             log.error("%s: background task %s failed", self.plugin_id, task.get_name(), exc_info=error)
+            if self.on_failure is not None:
+                self.on_failure(f"background task {task.get_name()} crashed: {type(error).__name__}: {error}")
 
 
 def _enter(owner: str, identity: str) -> None:

@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from core.watchdog import rss_bytes
+
 
 def nearest_rank(ordered: list[float], percentile: float) -> float:
     """The ``percentile`` (0-100) of an ascending, non-empty list by the nearest-rank method: the
@@ -42,6 +44,11 @@ A tuple is cheaper to build than a dict on every tool call; readers get dicts.""
 RECORD_KEYS = ("tool", "method", "duration_ms", "success", "timestamp")
 
 
+def _memory() -> dict[str, Any]:
+    size = rss_bytes()
+    return {"rss_mib": round(size / 2**20, 1) if size else None, "trend_mib_per_min": None}
+
+
 def record_dict(record: CallRecord) -> MetricRecord:
     return dict(zip(RECORD_KEYS, record, strict=True))
 
@@ -51,6 +58,14 @@ class ToolStatus(StrEnum):
     FAIL = "FAIL"
     DEAD = "DEAD"
     OFF = "OFF"
+
+
+class Lifecycle(StrEnum):
+    """Where the process is in its life: readiness answers 503 unless it is SERVING."""
+
+    BOOTING = "BOOTING"
+    SERVING = "SERVING"
+    DRAINING = "DRAINING"
 
 
 class PluginStatus(StrEnum):
@@ -68,6 +83,9 @@ class ToolState:
     setup_failed: bool = False
     """DEAD because ``setup()`` failed: a later successful call does not mean the tool is set up,
     so only a passing health check (or an explicit OK) brings it back."""
+    setup_error: str | None = None
+    """Why ``setup()`` failed, kept (until the tool is OK again) when a health check overwrites
+    ``message``: "connection refused" says more than "health_check() returned False"."""
 
 
 @dataclass
@@ -79,6 +97,8 @@ class PluginState:
     file: str | None = None
     error: str | None = None
     reload_error: str | None = None
+    degraded: str | None = None
+    """Why a READY plugin does not fully work (a background task of it crashed)."""
 
 
 class Registry:
@@ -93,6 +113,9 @@ class Registry:
         self.metrics: deque[CallRecord] = deque(maxlen=METRICS_BUFFER_SIZE)
         self.metrics_sinks: list[MetricsSink] = []
         self.started_at = time.time()
+        self.lifecycle = Lifecycle.BOOTING
+        self.watchdog: Any = None
+        """The kernel's :class:`core.watchdog.LoopWatchdog` once it runs (loop stalls, memory)."""
         self.process = {"pid": os.getpid(), "host": socket.gethostname()}
 
     # -- tools ---------------------------------------------------------------------------------
@@ -114,6 +137,7 @@ class Registry:
         new_status = ToolStatus(status)
         if new_status is ToolStatus.OK:
             state.setup_failed = False
+            state.setup_error = None
         if new_status is not state.status:
             state.since = time.time()
             log.log(
@@ -127,9 +151,12 @@ class Registry:
         state.status = new_status
         state.message = message
 
-    def mark_setup_failed(self, name: str, reason: str) -> None:
+    def mark_setup_failed(self, name: str, reason: str, *, permanent: bool = True) -> None:
+        """``setup()`` failed: DEAD with the reason, kept as ``setup_error``; ``permanent`` (a
+        misconfiguration) means a later successful call does not bring it back, only a health check."""
         self.update_tool_status(name, ToolStatus.DEAD, reason)
-        self._tools[name].setup_failed = True
+        self._tools[name].setup_failed = permanent
+        self._tools[name].setup_error = reason
 
     def tool_status(self, name: str) -> ToolStatus | None:
         state = self._tools.get(name)
@@ -159,6 +186,12 @@ class Registry:
         state = self._plugins[plugin_id]
         state.status = PluginStatus(status)
         state.error = error
+
+    def set_plugin_degraded(self, plugin_id: str, reason: str | None) -> None:
+        if plugin_id in self._plugins:
+            self._plugins[plugin_id].degraded = reason
+            if reason:
+                log.warning("plugin %s is degraded: %s", plugin_id, reason)
 
     def set_plugin_reload_error(self, plugin_id: str, error: str | None) -> None:
         if plugin_id in self._plugins:
@@ -226,7 +259,13 @@ class Registry:
     def get_system_dump(self) -> dict[str, Any]:
         """A deep snapshot of everything above, safe to serialise and to keep."""
         tools = {
-            name: {"status": str(s.status), "message": s.message, "file": s.file, "since": s.since}
+            name: {
+                "status": str(s.status),
+                "message": s.message,
+                "file": s.file,
+                "since": s.since,
+                "setup_error": s.setup_error,
+            }
             for name, s in sorted(self._tools.items())
         }
         plugins: dict[str, Any] = {}
@@ -240,6 +279,7 @@ class Registry:
                 "dependencies": list(p.dependencies),
                 "file": p.file,
                 "reload_error": p.reload_error,
+                "degraded": p.degraded,
             }
             domains.setdefault(p.domain, {"plugins": []})["plugins"].append(plugin_id)
         for domain, metadata in self._domain_metadata.items():
@@ -252,6 +292,9 @@ class Registry:
             "kernel": {
                 "process": dict(self.process),
                 "started_at": self.started_at,
+                "lifecycle": str(self.lifecycle),
+                "loop": self.watchdog.report() if self.watchdog is not None else None,
+                "memory": self.watchdog.memory() if self.watchdog is not None else _memory(),
                 "uptime_s": round(time.time() - self.started_at, 3),
                 "per_process": ["metrics", "logs"],
                 "capabilities": copy.deepcopy(self._capabilities),

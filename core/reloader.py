@@ -32,6 +32,12 @@ old plugin instance) until it finishes, so it completes on the old version. The 
 ``on_shutdown`` runs after those requests finish, or after ``PLUGIN_DRAIN_TIMEOUT`` when some are
 still running — then they finish against a version that has been shut down.
 
+A changed file is used only once it is complete: it parses, reads the same twice
+``PLUGIN_STABLE_MS`` apart (default 50), and still defines a class when it defines a running plugin
+(an editor's non-atomic save truncates the file, then writes it; in between it is empty, or only
+its imports). An incomplete file is looked at again until ``PLUGIN_COMPLETE_TIMEOUT`` seconds
+(default 2) have passed; only then is it taken as it is. So a save never takes a route away.
+
 Changes are applied one at a time (a lock): a reload never overlaps another. Before a file is
 imported again its cached bytecode is removed, since two saves within the same second that leave
 the file the same size would otherwise import the stale ``.pyc``. Only the plugin file itself is
@@ -61,6 +67,7 @@ calls with the paths that changed.
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import importlib.util
 import logging
@@ -147,6 +154,21 @@ def plugin_host(container: Container) -> PluginHost | None:
     return ref() if ref is not None else None
 
 
+def _read_bytes(path: Path) -> bytes:
+    with open(path, "rb") as file:  # a plugin file is small: reading it on the loop is fine
+        return file.read()
+
+
+def _complete(content: bytes, running: bool) -> bool:
+    """Whether a plugin file's bytes look finished: they parse, and define a class when the file
+    defines a running plugin (a save caught half way may be only the imports)."""
+    try:
+        tree = ast.parse(content)
+    except (SyntaxError, ValueError):
+        return False
+    return not running or any(isinstance(node, ast.ClassDef) for node in tree.body)
+
+
 class PluginHost:
     """One kernel's plugins as files that come, change and go; see the module docstring."""
 
@@ -158,11 +180,36 @@ class PluginHost:
         self._lock = asyncio.Lock()
         self._attempts = 0
         self._closed = False
+        self.stable_s = 0.05
+        self.complete_timeout = 2.0
 
     def configure(self) -> None:
-        """Read ``PLUGIN_DRAIN_TIMEOUT``; the kernel calls this at boot."""
+        """Read ``PLUGIN_DRAIN_TIMEOUT`` and the completeness bounds; the kernel calls this at boot."""
         self.drain_timeout = env_float("PLUGIN_DRAIN_TIMEOUT", 10.0)
+        self.stable_s = env_float("PLUGIN_STABLE_MS", 50.0) / 1000
+        self.complete_timeout = env_float("PLUGIN_COMPLETE_TIMEOUT", 2.0)
         self._closed = False
+
+    async def _until_complete(self, path: Path) -> None:
+        """Return once ``path`` is complete (see the module docstring), or after the bound."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.complete_timeout
+        running = any(p.file == path for p in self._kernel.plugins.values())
+        previous: bytes | None = None
+        while True:
+            try:
+                content = _read_bytes(path)
+            except OSError:
+                return  # gone (or unreadable): the load reports it
+            if content == previous and _complete(content, running):
+                return
+            if loop.time() >= deadline:
+                log.warning(
+                    "%s did not become complete within %gs; taking it as it is", path, self.complete_timeout
+                )
+                return
+            previous = content
+            await asyncio.sleep(self.stable_s)
 
     def is_plugin_file(self, path: Path | str) -> bool:
         """Whether ``path`` is where the kernel looks for plugins: ``domains/<d>/plugins/<name>.py``
@@ -195,6 +242,7 @@ class PluginHost:
                 log.info("the kernel is shutting down; ignoring %d changed plugin files", len(present + gone))
                 return []
             for path in present:
+                await self._until_complete(path)
                 outcomes.append((await self._load(path, fresh=True))[0])
             for path in gone:
                 outcome = await self._unload_file(path)

@@ -10,8 +10,19 @@ from typing import Any
 
 import pytest
 
-from core import BaseTool, Container, Registry, ToolStatus, ToolUnavailableError
+from core import (
+    BaseTool,
+    ConflictError,
+    Container,
+    InvalidInputError,
+    KeelError,
+    NotFoundError,
+    Registry,
+    ToolStatus,
+    ToolUnavailableError,
+)
 from core.container import DEAD_STREAK
+from core.contracts.errors import ToolArgumentError
 
 
 class Outage(ToolUnavailableError):
@@ -260,3 +271,112 @@ def test_a_tool_whose_setup_failed_is_not_revived_by_a_call(proxy: Any, registry
         proxy.add(1, 1)
     proxy._keel_tool.fail_with = None
     assert registry.tool_status("sample") is ToolStatus.OK
+
+
+# -- caller errors never count toward DEAD ----------------------------------------------------
+
+
+class Keyworded(BaseTool):
+    name = "keyworded"
+
+    def add_endpoint(self, path: str, *, request_model: object = None, tags: list[str] | None = None) -> str:
+        return path
+
+    async def complete(self, *, user: str, model: str) -> str:
+        return f"{model}:{user}"
+
+    async def lines(self, n: int) -> AsyncIterator[int]:
+        for i in range(n):
+            yield i
+
+    def broken(self) -> None:
+        raise TypeError("unsupported operand type(s)")  # the tool's own bug, not the caller's
+
+
+@pytest.fixture
+def keyworded(registry: Registry) -> Any:
+    container = Container(registry)
+    container.add(Keyworded())
+    return container.get("keyworded")
+
+
+def test_arguments_that_do_not_bind_never_count(keyworded: Any, registry: Registry) -> None:
+    for _ in range(DEAD_STREAK + 1):
+        with pytest.raises(TypeError) as caught:
+            keyworded.add_endpoint("/x", request_modle=dict)
+    assert registry.tool_status("keyworded") is ToolStatus.OK
+    message = str(caught.value)
+    assert "did you mean 'request_model'" in message
+    assert "keyworded.add_endpoint(path, *, request_model=None, tags=None)" in message
+    assert "(called at tests/core/test_container.py:" in message
+    assert [r["success"] for r in registry.get_metrics()] == [False] * (DEAD_STREAK + 1)
+
+
+async def test_a_missing_keyword_of_a_coroutine_never_counts(keyworded: Any, registry: Registry) -> None:
+    for _ in range(DEAD_STREAK + 1):
+        with pytest.raises(TypeError, match="missing a required argument: 'model'"):
+            await keyworded.complete(user="hi")
+    assert registry.tool_status("keyworded") is ToolStatus.OK
+    assert await keyworded.complete(user="hi", model="m") == "m:hi"
+
+
+async def test_bad_arguments_to_a_stream_never_count(keyworded: Any, registry: Registry) -> None:
+    for _ in range(DEAD_STREAK + 1):
+        with pytest.raises(TypeError, match="keyworded.lines"):
+            async for _ in keyworded.lines(1, 2):
+                pass
+    assert registry.tool_status("keyworded") is ToolStatus.OK
+
+
+def test_a_type_error_inside_the_tool_still_counts(keyworded: Any, registry: Registry) -> None:
+    for _ in range(DEAD_STREAK):
+        with pytest.raises(TypeError, match="unsupported operand"):
+            keyworded.broken()
+    assert registry.tool_status("keyworded") is ToolStatus.DEAD
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        InvalidInputError("bad"),
+        NotFoundError("nope"),
+        ConflictError("taken"),
+        ToolArgumentError("bad argument"),
+    ],
+)
+def test_keel_errors_about_the_input_never_count(
+    proxy: Any, tool: Sample, registry: Registry, error: Exception
+) -> None:
+    tool.fail_with = error
+    for _ in range(DEAD_STREAK * 2):
+        with pytest.raises(type(error)):
+            proxy.add(1, 2)
+    assert registry.tool_status("sample") is ToolStatus.OK
+
+
+def test_a_caller_error_does_not_reset_the_streak(proxy: Any, tool: Sample, registry: Registry) -> None:
+    for error in [RuntimeError("a")] * (DEAD_STREAK - 1) + [NotFoundError("n"), RuntimeError("b")]:
+        tool.fail_with = error
+        with pytest.raises(type(error)):
+            proxy.add(1, 2)
+    assert registry.tool_status("sample") is ToolStatus.DEAD
+
+
+def test_a_declared_caller_error_never_counts(proxy: Any, tool: Sample, registry: Registry) -> None:
+    class Declared(KeelError):
+        caller_error = True
+
+    tool.fail_with = Declared("the row exists")
+    for _ in range(DEAD_STREAK * 2):
+        with pytest.raises(Declared):
+            proxy.add(1, 2)
+    assert registry.tool_status("sample") is ToolStatus.OK
+
+
+def test_an_unknown_method_says_what_exists(proxy: Any) -> None:
+    with pytest.raises(AttributeError) as caught:
+        proxy.ad(1, 2)
+    message = str(caught.value)
+    assert "did you mean 'add'" in message and "it has: aadd, add" in message
+    assert "test_container.py:" in message
+    assert getattr(proxy, "absent", None) is None

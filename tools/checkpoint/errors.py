@@ -21,6 +21,7 @@ from core.state.stores import CheckpointVersionConflict
 class CheckpointConflict(CheckpointVersionConflict):
     """A save based on a stale (or invalid) version: another producer has moved the run on."""
 
+    caller_error = True
     error_class = ErrorClass.PERMANENT
 
     def __init__(self, run_id: str, version: int, latest: int | None) -> None:
@@ -43,4 +44,5 @@ class CheckpointUnavailableError(ToolUnavailableError):
 class CheckpointEncodeError(KeelError, TypeError):
     """A checkpoint's state is not a JSON document."""
 
+    caller_error = True
     error_class = ErrorClass.PERMANENT

@@ -51,6 +51,25 @@ class DbErrorKind(StrEnum):
 
 _TRANSIENT = frozenset({DbErrorKind.BUSY, DbErrorKind.CONFLICT, DbErrorKind.UNAVAILABLE})
 
+_CALLER = frozenset(
+    {
+        DbErrorKind.UNIQUE_VIOLATION,
+        DbErrorKind.FOREIGN_KEY,
+        DbErrorKind.NOT_NULL,
+        DbErrorKind.CHECK,
+        DbErrorKind.SYNTAX,
+        DbErrorKind.UNDEFINED_TABLE,
+        DbErrorKind.UNDEFINED_COLUMN,
+        DbErrorKind.PARAMETERS,
+        DbErrorKind.DATA,
+        DbErrorKind.CONFLICT,
+        DbErrorKind.TRANSACTION_ABORTED,
+        DbErrorKind.MISUSE,
+    }
+)
+"""Kinds that say the statement or its data was wrong, not the database: the ToolProxy never counts
+them toward DEAD (``core.errors.is_caller_error``)."""
+
 
 class DatabaseError(KeelError):
     """Any failure of a ``db`` call. ``kind`` is the closed category; ``code`` the engine's own code
@@ -62,6 +81,10 @@ class DatabaseError(KeelError):
         self.detail = message
         self.code = code
         self.failure: DatabaseError | None = None
+
+    @property
+    def caller_error(self) -> bool:
+        return self.kind in _CALLER
 
     @property
     def error_class(self) -> ErrorClass:

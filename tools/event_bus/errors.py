@@ -13,6 +13,7 @@ class EventBusError(KeelError):
 class EventPayloadError(EventBusError, ValueError):
     """``publish`` (or a reply) was given something that is not a JSON value; nothing was sent."""
 
+    caller_error = True
     error_class = ErrorClass.PERMANENT
 
 

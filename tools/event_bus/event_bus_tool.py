@@ -140,6 +140,11 @@ class EventBusTool(BaseTool):
 
     # -- lifecycle ---------------------------------------------------------------------------------
 
+    async def health_check(self) -> bool:
+        """Whether the broker answers (Redis ``PING``); the in-process bus is always healthy."""
+        ping = getattr(self._backend, "ping", None)
+        return True if ping is None else bool(await ping())
+
     async def setup(self) -> None:
         self.max_attempts = whole_setting("EVENT_BUS_MAX_ATTEMPTS", 5, minimum=1)
         self.retry_backoff_ms = whole_setting("EVENT_BUS_RETRY_BACKOFF_MS", 200, minimum=0)

@@ -231,6 +231,11 @@ class RedisStreamsBackend:
     def send(self, event: Event) -> Awaitable[None]:
         return self._publish(event)
 
+    async def ping(self) -> bool:
+        """Whether Redis answers (the tool's health check)."""
+        await self._call(self._client.ping)
+        return True
+
     async def _publish(self, event: Event) -> None:
         if self._closed:
             raise EventBusUnavailableError("the event bus has been shut down")

@@ -49,7 +49,7 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from core.context import current_identity_var
-from core.errors import RequestError
+from core.errors import ExitAttemptError, RequestError
 
 from .auth import AuthGate, AuthMode, bearer_token
 from .envelope import Problem, invalid_input, problem_for, validation_fields
@@ -268,6 +268,9 @@ def make_endpoint_app(spec: EndpointSpec, gate: AuthGate, max_body: int) -> ASGI
             return
         except Exception as exc:
             status, body, headers = problem_for(exc, request_id, where)
+            outcome = status, body, [JSON_HEADERS, *headers]
+        except (SystemExit, KeyboardInterrupt) as exc:  # a handler's sys.exit() is a 500, never an exit
+            status, body, headers = problem_for(ExitAttemptError(exc, where), request_id, where)
             outcome = status, body, [JSON_HEADERS, *headers]
         finally:
             current_identity_var.reset(token)

@@ -6,7 +6,12 @@ the caller gets this envelope with the matching status, and can branch on ``kind
 ``core.errors.ErrorKind``). Validation failures add ``fields``: one entry per offending field with
 its ``field`` name, ``location`` (path, query, body) and ``message``.
 
-A bug (any exception that is not a request error) is a 500 whose message is generic: its type,
+An outage is never a 500: a ``ToolUnavailableError`` (a tool said its infrastructure is gone)
+reaching the envelope from any handler is a 503 of kind ``unavailable`` with ``Retry-After``
+(``retry_after`` on the error, or :data:`UNAVAILABLE_RETRY_AFTER` seconds), logged as a warning;
+the message names the error's type, not its text (which may name hosts).
+
+A bug (any other exception that is not a request error) is a 500 whose message is generic: its type,
 text and traceback go to the log with the request id, never to the caller.
 
 A ``RequestError`` may carry two optional attributes the envelope honours: ``fields`` (a list of
@@ -16,6 +21,7 @@ dicts as above) and ``headers`` (extra response headers, e.g. ``WWW-Authenticate
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Mapping
 from http import HTTPStatus
 from typing import Any
@@ -24,10 +30,12 @@ from pydantic import ValidationError
 from pydantic_core import to_json
 from starlette.exceptions import HTTPException
 
-from core.errors import ErrorKind, InvalidInputError, RequestError
+from core.errors import ErrorKind, InvalidInputError, RequestError, ToolUnavailableError
 
 log = logging.getLogger("keel.http")
 
+UNAVAILABLE_RETRY_AFTER = 5
+"""Seconds a client is told to wait after an outage answer, unless the error says otherwise."""
 INTERNAL_MESSAGE = "internal server error; quote the request id when reporting it"
 LOGGED_MARK = "_keel_logged"  # set on an exception already logged as a 500, so it is logged once
 
@@ -98,6 +106,8 @@ def problem_for(exc: Exception, request_id: str | None, where: str) -> Problem:
         detail = exc.detail if isinstance(exc.detail, str) else HTTPStatus(exc.status_code).phrase
         body = envelope(kind_for_status(exc.status_code), detail, request_id)
         return exc.status_code, body, encode_headers(exc.headers)
+    if isinstance(exc, ToolUnavailableError):
+        return _unavailable(exc, request_id, where)
     if not getattr(exc, LOGGED_MARK, False):
         log.error("%s failed (request id %s)", where, request_id, exc_info=exc)
         try:
@@ -105,3 +115,21 @@ def problem_for(exc: Exception, request_id: str | None, where: str) -> Problem:
         except AttributeError:  # pragma: no cover - exceptions with __slots__
             pass
     return 500, envelope(ErrorKind.INTERNAL, INTERNAL_MESSAGE, request_id), []
+
+
+def _unavailable(exc: ToolUnavailableError, request_id: str | None, where: str) -> Problem:
+    """A tool's outage: 503 with Retry-After, the tool's own message (it names the system, no code)."""
+    log.warning("%s: a tool is unavailable (request id %s): %s", where, request_id, exc)
+    hint = getattr(exc, "retry_after", None)
+    seconds = (
+        max(1, math.ceil(hint)) if isinstance(hint, int | float) and hint > 0 else UNAVAILABLE_RETRY_AFTER
+    )
+    # The type names the system (DatabaseUnavailableError); its text, which may name hosts, is logged only.
+    message = (
+        f"a service this endpoint needs is unavailable right now ({type(exc).__name__}); try again later"
+    )
+    return (
+        503,
+        envelope(ErrorKind.UNAVAILABLE, message, request_id),
+        [(b"retry-after", str(seconds).encode())],
+    )

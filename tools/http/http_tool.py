@@ -59,12 +59,12 @@ from starlette.responses import Response
 
 from core.base_tool import BaseTool
 from core.context import current_plugin_var, identity_of
-from core.errors import ErrorKind, ToolUnavailableError
+from core.errors import ErrorKind, RequestError, ToolUnavailableError
 from core.registry import ToolStatus
 from core.reloader import base_owner, is_staging
 from core.settings import env_flag, env_float
 
-from .auth import ADMIN, AdminCheck, AuthGate, AuthMode, Validator, check_mode, is_admin
+from .auth import ADMIN, AdminCheck, AuthGate, AuthMode, Validator, bearer_token, check_mode, is_admin
 from .bounds import Bounds, load_bounds
 from .docs import docs_routes
 from .endpoint import EndpointSpec, make_endpoint_app
@@ -74,6 +74,7 @@ from .page import build_page, make_page_app
 from .protocol import bounded_protocol
 from .request_id import REQUEST_ID_KEY, RequestIdMiddleware
 from .route_metrics import RouteMetrics
+from .route_order import check_owner, ordered, shadowing
 from .routes import KeelRoute
 from .server import HTTP_PROTOCOL, CutOffAnswer, KeelServer, bind_socket, is_loopback, url_of
 from .sse import Closer, StreamTracker, make_sse_app
@@ -134,6 +135,7 @@ class HttpTool(BaseTool):
         self._staged: dict[str, dict[tuple[str, str], KeelRoute]] = {}
         self._staged_gate: dict[str, dict[str, Any]] = {}
         self._retired: dict[str, list[KeelRoute]] = {}
+        self._shadowing: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         self._listening = asyncio.Event()
         self._serve_error: BaseException | None = None
@@ -248,6 +250,20 @@ class HttpTool(BaseTool):
         """Per route and method: requests, rate, p50/p95/p99 ms and counts by status (this process)."""
         return self.route_metrics.snapshot()
 
+    async def caller_is_admin(self, context: dict[str, Any]) -> bool:
+        """Whether the caller of an open endpoint may see what an ``auth="admin"`` one shows: always
+        while authentication is not configured, else only with a valid admin bearer token."""
+        if self._gate.validator is None:
+            return True
+        token = bearer_token(context.get("headers") or {})
+        if token is None:
+            return False
+        try:
+            await self._gate.identify(ADMIN, token)
+        except RequestError:
+            return False
+        return True
+
     def json_response(
         self, body: Any, *, status_code: int = 200, headers: Mapping[str, str] | None = None
     ) -> Response:
@@ -301,7 +317,7 @@ class HttpTool(BaseTool):
             for key in outgoing:
                 del self._routes[key]
             self._routes.update(incoming)
-            self.app.router.routes = routes  # one assignment: the swap requests see
+            self.app.router.routes = ordered(routes, _is_keel)  # one assignment: the swap requests see
             if incoming or outgoing:
                 self.app.openapi_schema = None
             self._retire(owner, list(outgoing.values()))
@@ -471,8 +487,11 @@ class HttpTool(BaseTool):
         route.metrics = self.route_metrics
         spec = route.spec
         key = (spec.method, spec.path)
+        check_owner(spec.path, base_owner(spec.owner))
         with self._lock:
             existing = self._routes.get(key)
+            others = [r for k, r in self._routes.items() if k != key]
+            notes = shadowing(route, others)
             if is_staging(spec.owner):
                 # A new version being staged: it may take over its old version's routes, and its
                 # routes wait for promote_owner.
@@ -493,11 +512,28 @@ class HttpTool(BaseTool):
             routes = [r for r in self.app.router.routes if r is not existing]
             routes.append(route)
             # A new list: a request being matched concurrently never sees it change.
-            self.app.router.routes = routes
+            self.app.router.routes = ordered(routes, _is_keel)
             self._routes[key] = route
             self.app.openapi_schema = None
+            if notes:
+                self._note_shadowing(notes)
         if existing is not None and existing.closer is not None:
             existing.closer.close()
+
+    def _note_shadowing(self, notes: list[dict[str, Any]]) -> None:
+        """Say in the dump (``kernel.capabilities.http_route_order``) which routes were ordered."""
+        for note in notes:
+            log.warning(
+                "route order: %s is served before %s, which would hide it",
+                note["served_first"],
+                note["before"],
+            )
+        live = {f"{m} {p}" for m, p in self._routes}
+        kept = [n for n in self._shadowing if n["served_first"] in live and n["before"] in live]
+        self._shadowing = kept + notes
+        registry = getattr(self, "kernel_registry", None)
+        if registry is not None:
+            registry.set_capability("http_route_order", list(self._shadowing))
 
     def _retire(self, owner: str, removed: list[KeelRoute]) -> None:
         """End the removed routes' event streams; keep those still serving for ``drain_owner``."""
@@ -545,6 +581,10 @@ class HttpTool(BaseTool):
 def _check_model(what: str, model: object) -> None:
     if model is not None and not (isinstance(model, type) and issubclass(model, BaseModel)):
         raise TypeError(f"{what} must be a pydantic model class, got {model!r}")
+
+
+def _is_keel(route: object) -> bool:
+    return isinstance(route, KeelRoute)
 
 
 def _bracketed(host: str) -> str:
@@ -608,7 +648,7 @@ async def _validation_error(request: Request, exc: RequestValidationError) -> Re
 
 
 async def _unexpected_error(request: Request, exc: Exception) -> Response:
-    status, body, _ = problem_for(
+    status, body, headers = problem_for(
         exc, request.scope.get(REQUEST_ID_KEY), f"{request.method} {request.url.path}"
     )
-    return _answer(status, body)
+    return _answer(status, body, {k.decode("latin-1"): v.decode("latin-1") for k, v in headers})

@@ -38,6 +38,9 @@ class EchoBackend:
     async def close(self) -> None:
         return None
 
+    async def ping(self) -> bool:
+        return True
+
     async def stream(self, request: ChatRequest) -> AsyncGenerator[Delta, None]:
         provider = self.config.provider_name
         last = request.messages[-1] if request.messages else None

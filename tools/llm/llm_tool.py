@@ -53,6 +53,7 @@ class Backend(Protocol):
     def describe(self) -> str: ...
     def stream(self, request: ChatRequest) -> AsyncGenerator[Delta, None]: ...
     async def close(self) -> None: ...
+    async def ping(self) -> bool: ...
 
 
 class LlmTool(ChatFromStream, BaseTool):
@@ -95,6 +96,11 @@ class LlmTool(ChatFromStream, BaseTool):
         backend, self._backend = self._backend, None
         if backend is not None:
             await backend.close()
+
+    async def health_check(self) -> bool:
+        """Whether the model server answers (polled by the system domain, so DEAD recovers alone)."""
+        backend = self._backend
+        return True if backend is None else await backend.ping()
 
     async def on_instrument(self, tracer_provider: Any, meter_provider: Any = None) -> None:
         """Record spans (and metrics, when a meter provider is given) through these providers."""

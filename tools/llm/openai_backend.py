@@ -66,6 +66,15 @@ class OpenAICompatibleBackend:
     async def close(self) -> None:
         await self._client.aclose()
 
+    async def ping(self) -> bool:
+        """Whether the server answers at all (``GET models``): any answer below 500 means reachable,
+        so a DEAD ``llm`` recovers once the server is back, with no chat call needed."""
+        try:
+            response = await self._client.get("models", headers={"Accept": "application/json"})
+        except httpx.HTTPError as exc:
+            raise _transport_error(exc) from exc
+        return response.status_code < 500
+
     async def stream(self, request: ChatRequest) -> AsyncGenerator[Delta, None]:
         body = request_body(request, stream_usage=self.config.stream_usage)
         finished = False

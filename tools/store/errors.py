@@ -27,6 +27,7 @@ class StoreBackendUnavailable(StoreUnavailable, ToolUnavailableError):
 class StoreEncodeError(KeelError, TypeError):
     """A value given to the store is not a JSON document (a set, bytes, NaN, an arbitrary object)."""
 
+    caller_error = True
     error_class = ErrorClass.PERMANENT
 
 

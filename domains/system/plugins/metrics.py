@@ -1,10 +1,11 @@
 """``GET /system/metrics``: the recent tool calls and, per ``tool.method``, their aggregates.
 
-``?limit=N`` (default 100, at most 1000) bounds the records returned, newest last; ``?tool=NAME``
-(repeatable) keeps those tools' calls (records and summary). The numbers are per process: the
-ring buffer of the last 1000 calls lives in each Keel process, and the response says which
-(``process``: ``{"pid", "host"}``, as in the dump's ``kernel.process``). Admin-only once
-authentication is configured.
+``loop`` counts the event-loop stalls the watchdog saw (``core.watchdog``) and ``memory`` is the
+process RSS with its trend. ``?limit=N`` (default 100, at most 1000) bounds the records returned,
+newest last; ``?tool=NAME`` (repeatable) keeps those tools' calls (records and summary).
+The numbers are per process: the ring buffer of the last 1000 calls lives in each Keel process,
+and the response says which (``process``: ``{"pid", "host"}``, as in the dump's
+``kernel.process``). Admin-only once authentication is configured.
 """
 
 from __future__ import annotations
@@ -38,7 +39,10 @@ class SystemMetricsPlugin(BasePlugin):
             tools = {tool} if isinstance(tool, str) else set(tool)
             records = [r for r in records if r["tool"] in tools]
             summary = {k: v for k, v in summary.items() if k.partition(".")[0] in tools}
+        kernel = self.registry.get_system_dump()["kernel"]
         return {
+            "loop": kernel.get("loop"),
+            "memory": kernel.get("memory"),
             "records": records[-limit:] if limit else [],
             "summary": summary,
             "per_process": True,

@@ -8,6 +8,12 @@ defines ``health_check()`` and is not OFF is asked, concurrently, each answer bo
 - ``False`` (or any falsy answer) marks it FAIL;
 - raising, or not answering in time, marks it DEAD with the reason.
 
+A check that did not answer in time is not asked again while it is still running: a plain
+``def health_check`` stuck in its thread keeps the tool DEAD ("has not answered for Ns") rather
+than starting one more thread every interval, and an async one is cancelled and abandoned if it
+ignores the cancellation. A tool whose ``setup()`` failed keeps that reason in the dump's
+``setup_error`` whatever the checks say afterwards.
+
 The checks call the raw tools from the container, bypassing the ToolProxy, so a health check is
 neither a metric nor counted by the proxy's failure streak; statuses are written straight to the
 kernel's registry, only when they change (a tool that is DEAD already keeps its first reason,
@@ -38,6 +44,8 @@ class ToolHealthPlugin(BasePlugin):
         if self.interval <= 0 or self.timeout <= 0:
             raise ValueError("HEALTH_CHECK_INTERVAL and HEALTH_CHECK_TIMEOUT must be positive")
         self._task: asyncio.Task[None] | None = None
+        self._stuck: dict[str, tuple[asyncio.Future[Any], float]] = {}
+        """Checks that overran their timeout and are still running, with when they started."""
 
     async def on_boot(self) -> None:
         self._task = asyncio.create_task(self._run(), name="keel-tool-health")
@@ -72,16 +80,33 @@ class ToolHealthPlugin(BasePlugin):
                 await asyncio.sleep(self.interval)
 
     async def _check(self, name: str, check: Any) -> None:
-        try:
-            async with asyncio.timeout(self.timeout):
-                if inspect.iscoroutinefunction(check):
-                    healthy = await check()
-                else:
-                    healthy = await run_in_daemon_thread(check)
-                    if inspect.isawaitable(healthy):
-                        healthy = await healthy
-        except TimeoutError:
+        loop = asyncio.get_running_loop()
+        stuck = self._stuck.get(name)
+        if stuck is not None:
+            if not stuck[0].done():
+                waited = loop.time() - stuck[1]
+                self._set(name, ToolStatus.DEAD, f"health_check() has not answered for {waited:.0f}s")
+                return
+            del self._stuck[name]
+        started = loop.time()
+        is_async = inspect.iscoroutinefunction(check)
+        running: asyncio.Future[Any] = asyncio.ensure_future(
+            check() if is_async else run_in_daemon_thread(check)
+        )
+        done, _ = await asyncio.wait({running}, timeout=self.timeout)
+        if not done:
+            if is_async:
+                running.cancel()  # a thread cannot be stopped: it is only never started twice
+            running.add_done_callback(_retrieve)
+            self._stuck[name] = (running, started)
             self._set(name, ToolStatus.DEAD, f"health_check() did not answer within {self.timeout:g}s")
+            return
+        try:
+            healthy = running.result()
+            if inspect.isawaitable(healthy):
+                healthy = await asyncio.wait_for(healthy, self.timeout)
+        except asyncio.CancelledError:
+            self._set(name, ToolStatus.DEAD, "health_check() was cancelled")
         except Exception as exc:
             self._set(name, ToolStatus.DEAD, f"health_check() raised {type(exc).__name__}: {exc}")
         else:
@@ -94,3 +119,8 @@ class ToolHealthPlugin(BasePlugin):
         registry = self.container.registry
         if registry.tool_status(name) is not status:  # the same verdict again keeps the first reason
             registry.update_tool_status(name, status, message)
+
+
+def _retrieve(future: asyncio.Future[Any]) -> None:
+    if not future.cancelled():
+        future.exception()  # a late failure of an abandoned check is not "never retrieved"

@@ -275,8 +275,11 @@ async def test_the_page_asks_for_an_admin_token_and_sends_it_only_as_a_header(
         assert watch.errors == []
 
 
-async def test_a_tour_with_event_chains_and_a_screenshot(tmp_path: Path, browser: Any) -> None:
+async def test_a_tour_with_event_chains_and_a_screenshot(
+    tmp_path: Path, browser: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Every panel with something in it; the screenshot is saved under test-artifacts/."""
+    monkeypatch.setenv("HTTP_SYSTEM_DOMAINS", "system,dashboard,trace")  # the stand-in trace serves /system/
     root = dashboard_root(tmp_path)
     add_broken_plugins(root)
     write(root, "domains/trace/plugins/fake_trace.py", TRACE_PLUGIN)

@@ -86,20 +86,19 @@ async def health(api: httpx.AsyncClient) -> tuple[int, dict[str, Any]]:
 async def test_health_follows_tool_and_plugin_states(kernel: Kernel, api: httpx.AsyncClient) -> None:
     registry = kernel.registry
     status, body = await health(api)
-    assert (status, body["status"], body["reasons"]) == (200, "ok", [])
+    assert (status, body["status"], body["reasons"], body["degraded"]) == (200, "ok", [], [])
 
     registry.update_tool_status("logger", ToolStatus.FAIL, "health_check() returned False")
     status, body = await health(api)
-    assert status == 503
-    assert body["status"] == "unavailable"
-    assert body["reasons"] == [
+    assert (status, body["status"]) == (200, "degraded")  # a shared upstream must not empty the pool
+    assert body["degraded"] == [
         {"tool": "logger", "status": "FAIL", "message": "health_check() returned False"}
     ]
 
     registry.update_tool_status("logger", ToolStatus.DEAD, "gone")
-    assert (await health(api))[0] == 503
+    assert (await health(api))[1]["status"] == "degraded"
     registry.update_tool_status("logger", ToolStatus.OFF, "set LOG_URL")
-    assert (await health(api))[0] == 200  # OFF is deliberate, not unhealthy
+    assert (await health(api))[1]["status"] == "ok"  # OFF is deliberate, not unhealthy
 
     registry.register_plugin("demo.Booting", domain="demo", class_name="Booting", dependencies=[])
     status, body = await health(api)
@@ -110,6 +109,67 @@ async def test_health_follows_tool_and_plugin_states(kernel: Kernel, api: httpx.
     status, body = await health(api)
     assert status == 200
     assert body["dead_plugins"]["demo.Booting"] == "on_boot() raised KeyError"
+    assert (await api.get("/system/health/ready")).json() == body
+
+
+async def test_a_required_tool_takes_the_instance_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for key in CLEAN_ENV:
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("HEALTH_REQUIRED_TOOLS", "logger, nosuch")
+    root = make_root(tmp_path, tools=("http", "logger", "system"), domains=("system",))
+    async with booted(root) as kernel:
+        http = kernel.container.get_raw_tools()["http"]
+        transport = httpx.ASGITransport(app=http.asgi)  # type: ignore[attr-defined]
+        async with httpx.AsyncClient(transport=transport, base_url="http://keel.test") as api:
+            status, body = await health(api)
+            assert status == 503
+            assert body["reasons"] == [
+                {"tool": "nosuch", "status": None, "required": True, "message": "no such tool is loaded"}
+            ]
+            assert body["required_tools"] == ["logger", "nosuch"]
+            kernel.plugins["system.SystemHealthPlugin"].instance.required = frozenset({"logger"})
+            assert (await health(api))[0] == 200
+            kernel.registry.update_tool_status("logger", ToolStatus.DEAD, "gone")
+            status, body = await health(api)
+            assert status == 503 and body["reasons"][0]["tool"] == "logger"
+            assert (await api.get("/system/health/live")).status_code == 200  # liveness ignores tools
+
+
+async def test_liveness_and_readiness_while_draining(kernel: Kernel, api: httpx.AsyncClient) -> None:
+    live = await api.get("/system/health/live")
+    assert (live.status_code, live.json()["status"]) == (200, "ok")
+    kernel.request_stop()
+    status, body = await health(api)
+    assert status == 503 and body["reasons"] == [{"process": "DRAINING", "message": "shutting down"}]
+    assert (await api.get("/system/health/live")).status_code == 200
+
+
+async def test_anonymous_health_shows_statuses_only_once_auth_is_on(
+    kernel: Kernel, api: httpx.AsyncClient
+) -> None:
+    kernel.registry.update_tool_status("logger", ToolStatus.DEAD, "connection refused to /secret/path")
+    kernel.registry.register_plugin(
+        "demo.Broken",
+        domain="demo",
+        class_name="Broken",
+        dependencies=[],
+        status=PluginStatus.DEAD,
+        error="on_boot() raised KeyError (/srv/app/domains/demo/plugins/broken.py:3)",
+    )
+    tokens = {"admin": {"sub": "root", "roles": ["admin"]}, "user": {"sub": "ann", "roles": []}}
+    kernel.container.get("http").set_auth_validator(lambda token: tokens.get(token))
+    for headers in ({}, {"Authorization": "Bearer user"}, {"Authorization": "Bearer nonsense"}):
+        response = await api.get("/system/health", headers=headers)
+        assert response.status_code == 200
+        assert "/secret/path" not in response.text and "broken.py" not in response.text
+        body = response.json()
+        assert body["degraded"] == [{"tool": "logger", "status": "DEAD"}]
+        assert body["dead_plugins"] == ["demo.Broken"]
+    admin = (await api.get("/system/health", headers={"Authorization": "Bearer admin"})).json()
+    assert admin["degraded"][0]["message"] == "connection refused to /secret/path"
+    assert "broken.py" in admin["dead_plugins"]["demo.Broken"]
 
 
 async def test_internals_need_an_admin_token_once_auth_is_configured(

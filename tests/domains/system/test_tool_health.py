@@ -12,6 +12,7 @@ import pytest
 
 from core import BaseTool, Container, Registry, ToolStatus
 from domains.system.plugins.tool_health import ToolHealthPlugin
+from tests.kit import until
 
 
 class Probe(BaseTool):
@@ -167,3 +168,80 @@ async def test_a_dead_tool_keeps_its_first_reason(env: pytest.MonkeyPatch) -> No
     db.answer = RuntimeError("still down")
     await ToolHealthPlugin(system.container).check_once()
     assert system.status("db") == ("DEAD", "setup() raised OSError: connection refused")
+
+
+class HangingSyncProbe(BaseTool):
+    name = "hanging"
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+        self.threads: set[int] = set()
+
+    def health_check(self) -> bool:
+        self.threads.add(threading.get_ident())
+        self.release.wait(10)
+        return True
+
+
+async def test_a_hung_sync_check_is_not_started_again_so_no_thread_leaks(env: pytest.MonkeyPatch) -> None:
+    tool = HangingSyncProbe()
+    system = System(tool)
+    checker = ToolHealthPlugin(system.container)
+    before = threading.active_count()
+    try:
+        for _ in range(5):
+            await checker.check_once()
+        assert len(tool.threads) == 1  # one stuck thread, not one per pass
+        assert threading.active_count() <= before + 1
+        status, message = system.status("hanging")
+        assert status == "DEAD" and message is not None
+        assert message.startswith("health_check() did not answer within 0.05s")
+    finally:
+        tool.release.set()
+    await until(lambda: threading.active_count() <= before, "the stuck thread ended")
+    await checker.check_once()  # the stuck check finished: the next pass asks again, and it recovers
+    assert system.status("hanging") == ("OK", "Recovered")
+
+
+async def test_an_async_check_that_ignores_cancellation_is_abandoned_within_the_bound(
+    env: pytest.MonkeyPatch,
+) -> None:
+    class Stubborn(BaseTool):
+        name = "stubborn"
+
+        def __init__(self) -> None:
+            self.calls = 0
+            self.stop = False
+
+        async def health_check(self) -> bool:
+            self.calls += 1
+            while not self.stop:
+                try:
+                    await asyncio.sleep(0.01)
+                except asyncio.CancelledError:
+                    continue  # plugin code that swallows cancellation
+            return True
+
+    tool = Stubborn()
+    system = System(tool)
+    checker = ToolHealthPlugin(system.container)
+    await asyncio.wait_for(checker.check_once(), 2)
+    assert system.status("stubborn")[0] == "DEAD"
+    await asyncio.wait_for(checker.check_once(), 2)  # not asked again while it still runs
+    assert (system.status("stubborn")[0], tool.calls) == ("DEAD", 1)
+    tool.stop = True
+    await until(lambda: all(f.done() for f, _ in checker._stuck.values()), "the stubborn check ended")
+
+
+async def test_a_setup_error_is_kept_next_to_the_health_verdict(env: pytest.MonkeyPatch) -> None:
+    db = probe("db")
+    system = System(db)
+    system.registry.mark_setup_failed("db", "setup() raised OSError: connection refused", permanent=False)
+    db.answer = False
+    await ToolHealthPlugin(system.container).check_once()
+    tool = system.registry.get_system_dump()["tools"]["db"]
+    assert (tool["status"], tool["message"]) == ("FAIL", "health_check() returned False")
+    assert tool["setup_error"] == "setup() raised OSError: connection refused"
+    db.answer = True
+    await ToolHealthPlugin(system.container).check_once()
+    assert system.registry.get_system_dump()["tools"]["db"]["setup_error"] is None

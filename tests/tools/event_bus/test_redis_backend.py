@@ -458,8 +458,16 @@ async def test_an_unreachable_redis_makes_the_bus_unavailable(monkeypatch: pytes
         assert isinstance(raised.value, ToolUnavailableError)
         with pytest.raises(EventBusUnavailableError):
             await bus.publish("anything", {})
+        with pytest.raises(EventBusUnavailableError):  # the health check asks Redis too
+            await bus.health_check()
     finally:
         await bus.shutdown()
+
+
+async def test_the_health_check_pings_redis(start_bus: StartBus) -> None:
+    bus = await start_bus()
+    assert await bus.health_check() is True
+    assert await EventBusTool().health_check() is True  # in-process: nothing to reach
 
 
 @pytest.mark.parametrize(

@@ -15,6 +15,7 @@ from core.errors import (
     NotFoundError,
     RequestError,
     ServiceUnavailableError,
+    ToolUnavailableError,
     UnauthorizedError,
 )
 from tests.tools.http.http_kit import client, make_http
@@ -186,3 +187,55 @@ async def test_a_path_parameter_that_does_not_fit_its_type_is_a_422(
     assert error["request_id"] == huge.headers["x-request-id"]
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR], "not logged as a bug"
     assert fine.json() == {"n": 12}
+
+
+class _DatabaseDown(ToolUnavailableError):
+    pass
+
+
+@pytest.mark.parametrize("sync", [False, True])
+async def test_an_outage_in_any_handler_is_a_503_with_retry_after(
+    monkeypatch: pytest.MonkeyPatch, sync: bool
+) -> None:
+    http = await make_http(monkeypatch)
+
+    async def handler(data: dict[str, Any], context: dict[str, Any]) -> None:
+        raise _DatabaseDown("could not connect to 10.0.0.7:5432")
+
+    def sync_handler(data: dict[str, Any], context: dict[str, Any]) -> None:
+        raise _DatabaseDown("could not connect to 10.0.0.7:5432")
+
+    http.add_endpoint("/orders", "POST", sync_handler if sync else handler)
+    async with client(http) as c:
+        response = await c.post("/orders", json={}, headers={"X-Request-ID": "r-9"})
+    assert response.status_code == 503
+    assert response.headers["retry-after"] == "5"
+    error = assert_envelope(response.json(), "unavailable", "r-9")
+    assert "_DatabaseDown" in error["message"] and "10.0.0.7" not in error["message"]
+
+
+async def test_an_outage_may_say_when_to_retry(monkeypatch: pytest.MonkeyPatch) -> None:
+    http = await make_http(monkeypatch)
+
+    async def handler(data: dict[str, Any], context: dict[str, Any]) -> None:
+        error = ToolUnavailableError("rate limited upstream")
+        error.retry_after = 2.2  # type: ignore[attr-defined]
+        raise error
+
+    http.add_endpoint("/x", "GET", handler)
+    async with client(http) as c:
+        response = await c.get("/x")
+    assert (response.status_code, response.headers["retry-after"]) == (503, "3")
+
+
+async def test_an_outage_before_a_stream_opens_is_a_503(monkeypatch: pytest.MonkeyPatch) -> None:
+    http = await make_http(monkeypatch)
+
+    async def opening(data: dict[str, Any], context: dict[str, Any]) -> Any:
+        raise ToolUnavailableError("redis down")
+
+    http.add_sse_endpoint("/feed", opening)
+    async with client(http) as c:
+        response = await c.get("/feed")
+    assert (response.status_code, response.headers["retry-after"]) == (503, "5")
+    assert response.json()["error"]["kind"] == "unavailable"

@@ -133,6 +133,8 @@ class OpenAIServer:
         self.responder = responder or (lambda body: text_reply("hello from the test server"))
         self.queue: list[Reply] = []
         self.requests: list[dict[str, Any]] = []
+        """The chat requests; anything else lands in ``probes``."""
+        self.probes: list[dict[str, Any]] = []
         self.base_url = ""
         self._server: asyncio.Server | None = None
         self._writers: set[asyncio.StreamWriter] = set()
@@ -177,10 +179,11 @@ class OpenAIServer:
                 await writer.wait_closed()
 
     async def _answer(self, request: dict[str, Any], writer: asyncio.StreamWriter) -> bool:
-        self.requests.append(request)
         if request["path"] != CHAT_PATH or request["method"] != "POST":
+            self.probes.append(request)  # the health check's GET /v1/models, say
             await _plain(writer, 404, {"error": {"message": f"no route {request['path']}"}}, {})
             return True
+        self.requests.append(request)
         reply = self.queue.pop(0) if self.queue else self.responder(request["json"])
         if reply.status != 200:
             await _plain(writer, reply.status, reply.body, reply.headers)
