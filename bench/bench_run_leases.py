@@ -30,8 +30,8 @@ import asyncpg  # noqa: E402
 from bench._util import emit  # noqa: E402
 from core import Kernel  # noqa: E402
 from core.contracts.ports import Checkpoint, CheckpointStatus  # noqa: E402
+from core.runs.index import RunIndex  # noqa: E402
 from core.state.checkpoints import InMemoryCheckpointStore  # noqa: E402
-from domains.agents.runs.index import RunIndex  # noqa: E402
 
 RUNS, RENEWALS, SAVES = 50, 200, 300
 PG = os.environ.get("DATABASE_URL_TEST", "postgresql://postgres@127.0.0.1:5432/test")

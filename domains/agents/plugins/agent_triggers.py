@@ -1,4 +1,4 @@
-"""Triggered agent runs: the triggers of :mod:`domains.agents.runs.triggers`, wired to the
+"""Triggered agent runs: the triggers of :mod:`core.runs.triggers`, wired to the
 ``scheduler`` and the ``event_bus``.
 
 - An event trigger subscribes to its event in a group of its own (``agents.trigger:<name>``) and
@@ -7,7 +7,7 @@
 - A schedule trigger is a scheduler schedule named ``agents.trigger:<name>``; the scheduler fires
   each tick in one process.
 - The job (or tick) starts the run through the runs API's run manager under the id
-  :func:`~domains.agents.runs.triggers.run_id_for` derives from its key; when a run with that id
+  :func:`~core.runs.triggers.run_id_for` derives from its key; when a run with that id
   already exists nothing is started. A job that finds no run manager yet (the runs API is still
   booting) fails and is retried by the scheduler.
 
@@ -27,7 +27,7 @@ from typing import Any
 
 from core import BasePlugin
 from core.context import current_plugin_var
-from domains.agents.runs.triggers import Trigger, manager_for, run_id_for, thaw, triggers_for
+from core.runs.triggers import Trigger, manager_for, run_id_for, thaw, triggers_for
 
 log = logging.getLogger("keel.agents.triggers")
 

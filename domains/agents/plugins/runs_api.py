@@ -31,13 +31,13 @@ month, in dollars and tokens, checked before each model call and charged after i
 running run stops at its next model call. A call the model server reports no usage for is charged
 as an estimate, and the run says ``usage_estimated``.
 
-**Human approval** (:mod:`domains.agents.runs.approval`): a tool declared ``requires_approval``
+**Human approval** (:mod:`core.runs.approval`): a tool declared ``requires_approval``
 suspends its run (an ``interrupt`` event, checkpoint ``suspended``) until the owner or an admin
 decides through ``/approval`` on any process, or ``AGENTS_APPROVAL_TIMEOUT_SECONDS`` pass.
 
 A database or checkpoint store that cannot be reached answers 503. Agents are declared by other
-plugins of this domain (``domains.agents.runs.catalog``). Runs are
-executed, checkpointed and resumed by :mod:`domains.agents.runs.manager`; a process that boots
+plugins of this domain (``core.runs.catalog``). Runs are
+executed, checkpointed and resumed by :mod:`core.runs.manager`; a process that boots
 continues the runs the previous one left in flight. ``cost_usd`` is a decimal string (the budget's
 exact ledger); ``usage.cost_usd`` is the float sum of the model's reported costs.
 
@@ -75,18 +75,18 @@ from core import (
 from core.contracts.middleware import Middleware
 from core.contracts.ports import CheckpointStatus
 from core.errors import ErrorKind
+from core.runs.approval import approval_key, approval_policy, awaiting, decide
+from core.runs.catalog import AgentSpec, catalog_for
+from core.runs.execution import RunExecution, RunServices
+from core.runs.index import DEFAULT_LEASE_SECONDS, RunIndex
+from core.runs.manager import RunManager, RunSettings
+from core.runs.record import RunRecord
+from core.runs.tracing import trace_for
+from core.runs.triggers import publish_manager
 from core.settings import env_float
 from domains.agents.models.runs import ApprovalRequest, StartRunRequest
 from domains.agents.runs.access import Caller, auth_required, check_run, token_required
-from domains.agents.runs.approval import approval_key, approval_policy, awaiting, decide
-from domains.agents.runs.catalog import AgentSpec, catalog_for
-from domains.agents.runs.execution import RunExecution, RunServices
-from domains.agents.runs.index import DEFAULT_LEASE_SECONDS, RunIndex
-from domains.agents.runs.manager import RunManager, RunSettings
 from domains.agents.runs.quota import Payer, QuotaExceeded, SpendLedger, load_caps, spend_policy
-from domains.agents.runs.record import RunRecord
-from domains.agents.runs.tracing import trace_for
-from domains.agents.runs.triggers import publish_manager
 
 TAGS = ["agents"]
 MAX_LIST = 200
@@ -143,7 +143,7 @@ class AgentRunsPlugin(BasePlugin):
                 retention=env_float("AGENTS_RUN_RETENTION_SECONDS", 30 * 24 * 3600.0),
             ),
         )
-        publish_manager(container, self.manager)  # for triggered runs (domains.agents.runs.triggers)
+        publish_manager(container, self.manager)  # for triggered runs (core.runs.triggers)
 
     async def on_boot(self) -> None:
         http = self.http

@@ -20,14 +20,14 @@ import pytest
 
 from core.contracts.middleware import Call
 from core.contracts.types import ToolRequest
-from core.state.stores import CheckpointVersionConflict, InMemoryStore
-from domains.agents.runs.tool_records import (
+from core.runs.tool_records import (
     call_key,
     current_call_key,
     idempotency_key,
     is_side_effecting,
     record_tool_results,
 )
+from core.state.stores import CheckpointVersionConflict, InMemoryStore
 from tests.domains.agents.agents_kit import (
     OPS_AGENT_PLUGIN,
     agents_root,
@@ -49,9 +49,8 @@ SAFE_SENDER_PLUGIN = (
         1,
     )
     .replace(
-        "from domains.agents.runs.catalog import catalog_for",
-        "from domains.agents.runs.catalog import catalog_for\n"
-        "    from domains.agents.runs.tool_records import idempotency_key",
+        "from core.runs.catalog import catalog_for",
+        "from core.runs.catalog import catalog_for\n    from core.runs.tool_records import idempotency_key",
         1,
     )
 )
@@ -235,12 +234,12 @@ class SharedIndex:
 async def test_a_takeover_spreads_the_runs_of_a_dead_process_over_the_survivors() -> None:
     from core.agents import Agent
     from core.context import bound, current_plugin_var
+    from core.runs.catalog import AgentCatalog
+    from core.runs.execution import RunServices
+    from core.runs.manager import RunManager
     from core.runtime import NoopTrace
     from core.state.checkpoints import InMemoryCheckpointStore
     from core.testing import FakeLLM
-    from domains.agents.runs.catalog import AgentCatalog
-    from domains.agents.runs.execution import RunServices
-    from domains.agents.runs.manager import RunManager
 
     catalog = AgentCatalog()
     with bound(current_plugin_var, "agents.Ops"):

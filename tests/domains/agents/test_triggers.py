@@ -12,14 +12,14 @@ from typing import Any
 import pytest
 
 from core.agents import Agent, ReActCognition
+from core.runs.catalog import AgentCatalog
+from core.runs.execution import RunServices
+from core.runs.manager import RunManager, RunSettings
+from core.runs.triggers import publish_manager, run_id_for, triggers_for
 from core.runtime import NoopTrace
 from core.state.stores import InMemoryCheckpointStore
 from core.testing import FakeLLM, Turn
 from domains.agents.plugins.agent_triggers import JOB, AgentTriggersPlugin
-from domains.agents.runs.catalog import AgentCatalog
-from domains.agents.runs.execution import RunServices
-from domains.agents.runs.manager import RunManager, RunSettings
-from domains.agents.runs.triggers import publish_manager, run_id_for, triggers_for
 from tests.conftest import DATABASE_ENGINES, database_url
 from tests.kit import bound_tool, until
 from tools.event_bus.event_bus_tool import EventBusTool

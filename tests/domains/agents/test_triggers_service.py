@@ -14,8 +14,8 @@ from tests.kit import PROJECT, serving, until
 TRIAGE_PLUGIN = """
 from core import BasePlugin
 from core.agents import Agent, ReActCognition
-from domains.agents.runs.catalog import catalog_for
-from domains.agents.runs.triggers import triggers_for
+from core.runs.catalog import catalog_for
+from core.runs.triggers import triggers_for
 
 
 class Triage(BasePlugin):

@@ -6,7 +6,7 @@ the events a client can replay, and the outcome. ``to_state()`` is the checkpoin
 and ``from_checkpoint()`` reads one back, so a run can continue in another process from nothing but
 its latest checkpoint.
 
-Events are stored with their ids (``<epoch>-<n>``, see :mod:`domains.agents.runs.feed`) so a client
+Events are stored with their ids (``<epoch>-<n>``, see :mod:`core.runs.feed`) so a client
 that reconnects after a restart resumes from the same numbering. Tool results are stored as JSON
 (``json_safe``: anything JSON cannot hold is rendered with ``str``).
 """

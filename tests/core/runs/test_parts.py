@@ -1,5 +1,5 @@
-"""The agents domain's parts on their own: event ids and replay positions, the run record's
-round trip through a checkpoint, the catalog, the tracing adapter and the example agent."""
+"""The durable-run runtime's parts on their own: event ids and replay positions, the run record's
+round trip through a checkpoint, the catalog and the tracing adapter."""
 
 from __future__ import annotations
 
@@ -16,15 +16,14 @@ from core.agents import Agent
 from core.context import bound, current_plugin_var
 from core.contracts.ports import Checkpoint, CheckpointStatus
 from core.contracts.types import Message, ToolCall, Usage
+from core.runs.catalog import AgentCatalog, catalog_for
+from core.runs.feed import RunFeed, parse_event_id, position_after
+from core.runs.record import RunRecord
+from core.runs.tool_records import call_key, recorded_result
+from core.runs.tracing import TelemetryTrace, trace_for
 from core.runtime import NoopTrace
 from core.state.stores import InMemoryStore
-from core.testing import FakeLLM, Turn, make_test_ctx
-from domains.agents.plugins.product_assistant import FindProducts
-from domains.agents.runs.catalog import AgentCatalog, catalog_for
-from domains.agents.runs.feed import RunFeed, parse_event_id, position_after
-from domains.agents.runs.record import RunRecord
-from domains.agents.runs.tool_records import call_key, recorded_result
-from domains.agents.runs.tracing import TelemetryTrace, trace_for
+from core.testing import FakeLLM
 
 
 def test_event_ids_sort_by_epoch_then_number() -> None:
@@ -149,36 +148,3 @@ def test_the_tracing_adapter_names_tool_spans_and_nests_them() -> None:
     assert dict(inner.attributes) == {"gen_ai.tool.name": "f", "list": ("1", "a")}
     assert [e.name for e in inner.events] == ["note"]
     assert "skip" not in outer.attributes
-
-
-async def test_the_example_agent_answers_from_the_database_with_fake_llm() -> None:
-    class Db:
-        def __init__(self) -> None:
-            self.queries: list[tuple[str, list[Any]]] = []
-
-        async def query(self, sql: str, params: list[Any]) -> list[dict[str, Any]]:
-            self.queries.append((sql, params))
-            return [{"sku": "LP-330", "name": "Desk lamp", "price_cents": 3900, "stock": 25}]
-
-    db = Db()
-    llm = FakeLLM.script(
-        [
-            Turn(tool_calls=[ToolCall("c1", "find_products", {"query": " Lamp "})]),
-            Turn("The desk lamp is 39 euros."),
-        ]
-    )
-    from core.agents import ReActCognition
-
-    agent = Agent("products", "fake", ReActCognition([FindProducts(db)]))
-    result = await agent.run("How much is the lamp?", make_test_ctx(llm=llm))
-    assert result.output == "The desk lamp is 39 euros."
-    assert db.queries[0][1] == ["%lamp%", 10]
-    tool_message = [m for m in result.messages if m.role == "tool"][0]
-    assert '"price_eur": 39.0' in tool_message.content
-    blank = await agent.run(
-        "?",
-        make_test_ctx(
-            llm=FakeLLM.script([Turn(tool_calls=[ToolCall("c", "find_products", {})]), Turn("ok")])
-        ),
-    )
-    assert "error: ToolArgumentError: query must be a non-empty string" in blank.messages[-2].content

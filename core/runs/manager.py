@@ -27,7 +27,7 @@ Work nobody awaits (resuming, keeping leases, forcing a cancellation) runs in ba
 whose failure is logged with its traceback.
 
 Several processes may share the database. Each run is leased to the process executing it
-(:mod:`domains.agents.runs.index`): while it runs, the process renews the lease every third of
+(:mod:`core.runs.index`): while it runs, the process renews the lease every third of
 ``lease`` seconds; a process that finds a lease expired (its holder was killed, or hung longer
 than ``lease``) claims the run — one process wins the claim — and resumes it from its last
 checkpoint. After a claim it only considers runs of agents it declares itself. A process that

@@ -13,7 +13,7 @@ runs without anyone asking::
 ``due_at`` for a schedule) or a function of the same values returning the string. The budget
 (``max_calls``, ``max_cost_usd``) applies to every run the trigger starts.
 
-The runs are ordinary durable runs of the runs API (:mod:`domains.agents.runs.manager`): listed by
+The runs are ordinary durable runs of the runs API (:mod:`core.runs.manager`): listed by
 ``GET /agents/runs``, followed and cancelled like the others. What makes them start once:
 
 - **One run per event.** The triggers plugin (:mod:`domains.agents.plugins.agent_triggers`)

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from domains.agents.runs.index import RunIndex
+from core.runs.index import RunIndex
 from tests.conftest import fresh_postgres_schema
 from tests.kit import PROJECT, started_tool
 from tools.db.db_tool import DbTool

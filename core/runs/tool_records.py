@@ -7,7 +7,7 @@ returns, :func:`record_tool_results` (a tool middleware) writes the result to th
 key at once, before the run goes on to checkpoint the result message. A process that dies in
 between leaves the result in the store, and the resumed run uses it instead of calling the tool
 again. A process that dies *during* the call leaves no result: the resumed run then repeats the call
-only if the tool is not side-effecting (see :mod:`domains.agents.runs.open_turn`).
+only if the tool is not side-effecting (see :mod:`core.runs.open_turn`).
 
 The key is ``agents:tool:<run id>:<turn>:<call id>``, where ``<turn>`` is the position of the
 assistant message that asked for the call (call ids are only unique within one answer for some

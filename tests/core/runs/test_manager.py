@@ -15,12 +15,12 @@ from core.agents import Agent, ReActCognition
 from core.contracts.ports import Checkpoint, CheckpointStatus
 from core.contracts.types import ToolCall, ToolSchema
 from core.errors import ToolUnavailableError
+from core.runs.catalog import AgentCatalog
+from core.runs.execution import RunServices
+from core.runs.manager import RunManager, RunSettings
 from core.runtime import NoopTrace
 from core.state.stores import InMemoryCheckpointStore
 from core.testing import FakeLLM, Turn
-from domains.agents.runs.catalog import AgentCatalog
-from domains.agents.runs.execution import RunServices
-from domains.agents.runs.manager import RunManager, RunSettings
 from tests.kit import until
 
 
