@@ -57,7 +57,7 @@ STATE = {"transcript": [{"role": "user", "content": "x" * 200}] * 8, "usage": {"
 ECHO_AGENT_PLUGIN = """
     from core import BasePlugin
     from core.agents import Agent
-    from core.runs.catalog import catalog_for
+    from core.runs import catalog_for
 
 
     class BenchAgentPlugin(BasePlugin):

@@ -6,7 +6,7 @@ import importlib
 
 import pytest
 
-PACKAGES = ["core"]
+PACKAGES = ["core", "core.runs"]
 
 
 @pytest.mark.parametrize("package", PACKAGES)

@@ -182,7 +182,7 @@ SCALE_AGENT = """
     from core import BasePlugin
     from core.agents import Agent, ReActCognition
     from core.contracts.types import ToolSchema
-    from core.runs.catalog import catalog_for
+    from core.runs import catalog_for
 
 
     class WaitForGate:

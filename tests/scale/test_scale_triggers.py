@@ -23,8 +23,8 @@ pytestmark = pytest.mark.services
 TRIAGE = """
     from core import BasePlugin
     from core.agents import Agent, ReActCognition
-    from core.runs.catalog import catalog_for
-    from core.runs.triggers import triggers_for
+    from core.runs import catalog_for
+    from core.runs import triggers_for
 
 
     class Triage(BasePlugin):

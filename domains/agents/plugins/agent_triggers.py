@@ -27,7 +27,8 @@ from typing import Any
 
 from core import BasePlugin
 from core.context import current_plugin_var
-from core.runs.triggers import Trigger, manager_for, run_id_for, thaw, triggers_for
+from core.runs import Trigger, manager_for, run_id_for, triggers_for
+from core.runs.triggers import thaw
 
 log = logging.getLogger("keel.agents.triggers")
 

@@ -19,7 +19,7 @@ from core.agents import Agent, ReActCognition
 from core.contracts.errors import ToolArgumentError
 from core.contracts.protocols import Ctx
 from core.contracts.types import ToolSchema
-from core.runs.catalog import catalog_for
+from core.runs import catalog_for
 
 AGENT_NAME = "products"
 SYSTEM = (

@@ -75,14 +75,23 @@ from core import (
 from core.contracts.middleware import Middleware
 from core.contracts.ports import CheckpointStatus
 from core.errors import ErrorKind
-from core.runs.approval import approval_key, approval_policy, awaiting, decide
-from core.runs.catalog import AgentSpec, catalog_for
-from core.runs.execution import RunExecution, RunServices
-from core.runs.index import DEFAULT_LEASE_SECONDS, RunIndex
-from core.runs.manager import RunManager, RunSettings
-from core.runs.record import RunRecord
-from core.runs.tracing import trace_for
-from core.runs.triggers import publish_manager
+from core.runs import (
+    DEFAULT_LEASE_SECONDS,
+    AgentSpec,
+    RunExecution,
+    RunIndex,
+    RunManager,
+    RunRecord,
+    RunServices,
+    RunSettings,
+    approval_key,
+    approval_policy,
+    awaiting,
+    catalog_for,
+    decide,
+    publish_manager,
+    trace_for,
+)
 from core.settings import env_float
 from domains.agents.models.runs import ApprovalRequest, StartRunRequest
 from domains.agents.runs.access import Caller, auth_required, check_run, token_required

@@ -16,7 +16,7 @@ from core.agents import Agent
 from core.context import bound, current_plugin_var
 from core.contracts.ports import Checkpoint, CheckpointStatus
 from core.contracts.types import Message, ToolCall, Usage
-from core.runs.catalog import AgentCatalog, catalog_for
+from core.runs import AgentCatalog, catalog_for
 from core.runs.feed import RunFeed, parse_event_id, position_after
 from core.runs.record import RunRecord
 from core.runs.tool_records import call_key, recorded_result

@@ -76,7 +76,7 @@ OPS_AGENT_PLUGIN = """
     from core import BasePlugin
     from core.agents import Agent, ReActCognition
     from core.contracts.types import ToolSchema
-    from core.runs.catalog import catalog_for
+    from core.runs import catalog_for
 
 
     async def wait_for(path):

@@ -22,7 +22,7 @@ PAYMENTS_PLUGIN = """
     from core import BasePlugin
     from core.agents import Agent, ReActCognition
     from core.contracts.types import ToolSchema
-    from core.runs.catalog import catalog_for
+    from core.runs import catalog_for
 
 
     def large(arguments):

@@ -22,7 +22,7 @@ from tests.kit import serving
 CODER_PLUGIN = """
     from core import BasePlugin
     from core.agents import Agent
-    from core.runs.catalog import catalog_for
+    from core.runs import catalog_for
 
 
     class CoderPlugin(BasePlugin):

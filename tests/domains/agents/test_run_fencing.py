@@ -49,8 +49,8 @@ SAFE_SENDER_PLUGIN = (
         1,
     )
     .replace(
-        "from core.runs.catalog import catalog_for",
-        "from core.runs.catalog import catalog_for\n    from core.runs.tool_records import idempotency_key",
+        "from core.runs import catalog_for",
+        "from core.runs import catalog_for, idempotency_key",
         1,
     )
 )

@@ -24,7 +24,7 @@ from tests.kit import serving
 PUBLIC_AGENT_PLUGIN = """
     from core import BasePlugin
     from core.agents import Agent, SingleCallCognition
-    from core.runs.catalog import catalog_for
+    from core.runs import catalog_for
 
 
     class GreeterPlugin(BasePlugin):
