@@ -51,7 +51,7 @@ def request_error_classes() -> list[type[errors.RequestError]]:
 
 def error_rows() -> list[ErrorRow]:
     rows = [
-        ErrorRow(f"`{cls.__name__}(message)`", cls.status_code, str(cls.kind), _note(cls))
+        ErrorRow(f"`{cls.__name__}{_arguments(cls)}`", cls.status_code, str(cls.kind), _note(cls))
         for cls in request_error_classes()
     ]
     return [*rows, *ENVELOPE_RULES]
@@ -62,6 +62,15 @@ def render_table() -> list[str]:
     for row in error_rows():
         lines.append(f"| {row.raised} | {row.status} | `{row.kind}` | {row.note or '—'} |")
     return lines
+
+
+def _arguments(cls: type[errors.RequestError]) -> str:
+    """``(message)``, or the class's own constructor parameters (names and defaults, no types)."""
+    init = cls.__dict__.get("__init__")
+    if init is None:
+        return "(message)"
+    parameters = list(inspect.signature(init).parameters.values())[1:]
+    return str(inspect.Signature([p.replace(annotation=inspect.Parameter.empty) for p in parameters]))
 
 
 def _note(cls: type[errors.RequestError]) -> str:
