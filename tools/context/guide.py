@@ -255,6 +255,8 @@ def sections(error_table: list[str], event_fields: list[str]) -> list[str]:
         "Hooks: `on_boot()` registers routes and subscriptions; `on_shutdown()` releases what `on_boot`",
         "started. Either may be `def` or `async def` (a plain one runs in a worker thread). A plugin",
         "imports `core` and its own domain, never `tools.*` or another domain: it gets tools injected.",
+        "To let mypy check the calls, annotate them with the ports of `core.tool_ports` (`DbPort`,",
+        "`HttpPort`, `EventBusPort`, `LoggerPort`, ...) instead of `Any`.",
         "",
         "### A complete domain that boots as written",
         "",
