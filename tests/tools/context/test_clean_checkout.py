@@ -10,38 +10,15 @@ from __future__ import annotations
 import asyncio
 import os
 import re
-import shutil
-import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
-from tests.kit import PROJECT, until
-
-
-def git(*args: str, cwd: Path) -> str:
-    return subprocess.run(
-        ["git", *args], cwd=cwd, check=True, capture_output=True, text=True, timeout=120
-    ).stdout
+from tests.kit import until
+from tests.tools.context.checkout_kit import clean_checkout, git
 
 
-@pytest.fixture
-def checkout(tmp_path: Path) -> Path:
-    if shutil.which("git") is None:
-        pytest.skip("git is not installed")
-    try:
-        head = git("rev-parse", "HEAD", cwd=PROJECT).strip()
-    except subprocess.CalledProcessError:
-        pytest.skip("the project is not a git checkout")
-    clone = tmp_path / "checkout"
-    git("clone", "--quiet", "--no-checkout", str(PROJECT), str(clone), cwd=tmp_path)
-    git("checkout", "--quiet", head, cwd=clone)
-    assert git("status", "--porcelain", cwd=clone) == ""
-    return clone
-
-
-async def test_booting_a_clean_checkout_leaves_git_status_clean(checkout: Path, tmp_path: Path) -> None:
+async def test_booting_a_clean_checkout_leaves_git_status_clean(tmp_path: Path) -> None:
+    checkout = clean_checkout(tmp_path)
     log = tmp_path / "boot.log"
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
