@@ -6,7 +6,8 @@ differ. The code in them is tested as written (``tests/tools/context/test_refere
 the skeleton's files are dropped into a project and booted, their routes called; the agent
 example is run; the test example is the shape the project's own tests have.
 
-Keep code here runnable: a snippet that cannot boot is worse than none.
+Keep code here runnable (a snippet that cannot boot is worse than none) and as ``ruff format``
+writes it: ``make lint`` formats the Python blocks of the generated markdown files too.
 """
 
 from __future__ import annotations
@@ -84,15 +85,24 @@ class Notes(BasePlugin):
 
     def on_boot(self) -> None:
         self.http.add_endpoint(
-            "/notes", "POST", self.create,
-            request_model=NoteIn, response_model=NoteOut, status_code=201, tags=["notes"],
+            "/notes",
+            "POST",
+            self.create,
+            request_model=NoteIn,
+            response_model=NoteOut,
+            status_code=201,
+            tags=["notes"],
         )
         self.http.add_endpoint("/notes/{note_id}", "GET", self.read, response_model=NoteOut, tags=["notes"])
 
     async def create(self, data: dict[str, Any], context: dict[str, Any]) -> dict[str, Any]:
         # data: the validated body as a dict (context["model"] is the NoteIn instance)
-        note = {"id": uuid.uuid4().hex, "title": data["title"], "body": data["body"],
-                "created_at": datetime.now(UTC).isoformat()}
+        note = {
+            "id": uuid.uuid4().hex,
+            "title": data["title"],
+            "body": data["body"],
+            "created_at": datetime.now(UTC).isoformat(),
+        }
         await self.db.execute(
             "INSERT INTO notes (id, title, body, created_at) VALUES ($1, $2, $3, $4)",
             [note["id"], note["title"], note["body"], note["created_at"]],
@@ -197,8 +207,12 @@ class Now:
 
 
 def build_agent(model: str) -> Agent:
-    return Agent("clock", model, ReActCognition([Now()], max_iterations=4),
-                 system="Answer questions about the time. Call now() first.")
+    return Agent(
+        "clock",
+        model,
+        ReActCognition([Now()], max_iterations=4),
+        system="Answer questions about the time. Call now() first.",
+    )
 
 
 class ClockAgent(BasePlugin):
@@ -207,8 +221,9 @@ class ClockAgent(BasePlugin):
         self.catalog = catalog_for(container)  # the kernel's agent catalog
 
     def on_boot(self) -> None:
-        self.catalog.declare(build_agent(self.llm.default_model or "default"), llm=self.llm,
-                             description="Tells the time")
+        self.catalog.declare(
+            build_agent(self.llm.default_model or "default"), llm=self.llm, description="Tells the time"
+        )
 
     def on_shutdown(self) -> None:
         self.catalog.withdraw("clock")
@@ -277,10 +292,11 @@ def sections(error_table: list[str], event_fields: list[str]) -> list[str]:
         "`response_model` the value is validated and filtered through it first (fields it lacks are",
         "dropped). `http.json_response(body, status_code=...)` answers with another status.",
         "",
-        "`data` is **one flat dict**: the path parameters (`{note_id}`, converted by `{id:int}`), the",
-        "query parameters and the JSON body. With a `request_model` (a pydantic model class) the body is",
-        "validated first (a failure is a 422 naming each field) and `data` holds `model.model_dump()`; a",
-        "`query_model` validates the query the same way. A key may come from one source only.",
+        "`data` is **one flat dict**: the path parameters (`{note_id}`; `{note_id:int}` converts to an",
+        "int), the query parameters and the JSON body. With a `request_model` (a pydantic model",
+        "class) the body is validated first (a failure is a 422 naming each field) and `data` holds",
+        "`model.model_dump()`; a `query_model` validates the query the same way. A key may come from",
+        "one source only.",
         "",
         "`context` holds:",
         "",
@@ -296,7 +312,8 @@ def sections(error_table: list[str], event_fields: list[str]) -> list[str]:
         "",
         '`auth=False` (anyone), `True` (a valid bearer token), `"admin"` (an admin\'s token), or',
         '`"optional"` (`identity` is set when a valid token is sent). With the auth tool off',
-        "(`AUTH_SECRET_KEY` unset), `auth=True` routes answer 503 and admin routes are open on loopback.",
+        "(`AUTH_SECRET_KEY` unset), `auth=True` routes answer 503 and admin routes are open (with a",
+        "warning at boot when `HOST` is not a loopback address).",
         "",
         "**Errors.** Raise one of `core`'s request errors to answer with a status; every failure has",
         'the body `{"error": {"kind": ..., "message": ..., "request_id": ...}}`:',
@@ -331,7 +348,7 @@ def sections(error_table: list[str], event_fields: list[str]) -> list[str]:
         "",
         "```python",
         'result = await self.llm.complete(system="Be brief.", user="Name a colour.", model="")',
-        "text = result.content            # an LLMResult: .content, .usage, .tool_calls, .finish_reason",
+        "text = result.content  # an LLMResult: .content, .usage, .tool_calls, .finish_reason",
         "```",
         "",
         '`model=` is required (keyword-only); `model=""` means the configured `LLM_MODEL`',

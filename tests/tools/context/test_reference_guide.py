@@ -77,6 +77,49 @@ async def test_the_skeleton_boots_as_written_and_answers_as_the_guide_says(notes
         await until(lambda: f"note {note['id']} created: milk" in logged, "the subscriber logged the event")
 
 
+CONTEXT_PLUGIN = """
+    from typing import Any
+
+    from pydantic import BaseModel
+
+    from core import BasePlugin
+
+
+    class Body(BaseModel):
+        count: int
+
+
+    class Context(BasePlugin):
+        def __init__(self, http: Any) -> None:
+            self.http = http
+
+        def on_boot(self) -> None:
+            self.http.add_endpoint("/context/{item:int}", "POST", self.show, request_model=Body)
+
+        async def show(self, data: dict[str, Any], context: dict[str, Any]) -> dict[str, Any]:
+            return {"data": data, "keys": sorted(context), "model": type(context["model"]).__name__}
+"""
+
+
+def context_keys() -> list[str]:
+    text = REFERENCE.read_text(encoding="utf-8")
+    start = text.index("| key | value |")
+    table = text[start : text.index("\n\n", start)]
+    return sorted(
+        key for cell in re.findall(r"^\| ([^|]+) \|", table, re.M) for key in re.findall(r"`(\w+)`", cell)
+    )
+
+
+async def test_data_and_context_hold_what_the_guide_says(tmp_path: Path) -> None:
+    root = make_root(tmp_path, tools=("http",))
+    write(root, "domains/probe/plugins/context.py", CONTEXT_PLUGIN)
+    async with serving(root) as (_, base_url), httpx.AsyncClient(base_url=base_url) as client:
+        answer = (await client.post("/context/7?tag=x", json={"count": 2})).json()
+    assert answer["data"] == {"item": 7, "tag": "x", "count": 2}, "one flat dict: path, query, body"
+    assert answer["model"] == "Body"
+    assert answer["keys"] == context_keys()
+
+
 # -- the errors table -----------------------------------------------------------------------------
 
 ERRORS_PLUGIN = """
