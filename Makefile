@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint bench clean
+.PHONY: run test lint docs bench clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -24,6 +24,11 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+
+# docs/plugin-api.md and AI_CONTEXT.md from the tools' signatures and docstrings; `make docs
+# DOCS_ARGS=--check` writes nothing and fails if either is out of date.
+docs: $(STAMP)
+	$(BIN)/python -m tools.context.reference $(DOCS_ARGS)
 
 bench: $(STAMP)
 	@for b in bench/bench_*.py; do echo "# $$b"; $(BIN)/python $$b || exit 1; done

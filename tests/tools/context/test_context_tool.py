@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.kit import booted, make_root, write
-from tools.context.render import HEADER
+from tools.context.reference import ai_context
 
 GREETER_TOOL = '''
     from core import BaseTool
@@ -71,48 +71,17 @@ ORDER_MODELS = '''
         quantity: int = 1
 '''
 
-EXPECTED = (
-    HEADER
-    + """
-
-# AI context
-
-What the kernel found in this project at boot: the tools plugins can inject, each domain's
-plugins, HTTP endpoints, events and models, and what is not running. It is rebuilt from the
-source tree on every boot, so edit the code, never this file.
-
-## Tools
-
-| tool | status | note |
-|---|---|---|
-| `context_manager` | OK | — |
-| `greeter` | OK | — |
-
-### `context_manager`
-
-```text
-context_manager: Regenerates AI_CONTEXT.md (tools, domains, endpoints, events, models) on every boot.
-  - regenerate() -> 'bool': Rescan the tree and rewrite AI_CONTEXT.md if it changed; True when it was written.
-```
-
-### `greeter`
-
-```text
-greeter: Says hello.
-  - greet(who: str) -> str: A greeting for ``who``.
-```
-
-## Domains
+EXPECTED_PROJECT = """## Domains
 
 ### `shop`
 
 **Plugins**
 
-| plugin | file | status | injects |
-|---|---|---|---|
-| `shop.CreateOrder` | `domains/shop/plugins/orders.py` | READY | `greeter`, `http`, `event_bus` |
-| `shop.Shipping` | `domains/shop/plugins/orders.py` | DEAD | `missing_tool` |
-| — | `domains/shop/plugins/typo.py` | unreadable: SyntaxError: invalid syntax (line 1) | |
+| plugin | file | injects |
+|---|---|---|
+| `shop.CreateOrder` | `domains/shop/plugins/orders.py` | `greeter`, `http`, `event_bus` |
+| `shop.Shipping` | `domains/shop/plugins/orders.py` | `missing_tool` |
+| — | `domains/shop/plugins/typo.py` | unreadable: SyntaxError: invalid syntax (line 1) |
 
 **Endpoints**
 
@@ -135,13 +104,7 @@ greeter: Says hello.
 - `OrderIn(BaseModel)` in `domains/shop/models/order.py` — An order as placed.
   - `sku: str`
   - `quantity: int` (optional)
-
-## Not running
-
-- plugin `shop.Shipping` is DEAD: missing required tools: missing_tool
-- `domains/shop/plugins/typo.py` did not load: SyntaxError: invalid syntax (typo.py, line 1)
 """
-)
 
 
 @pytest.fixture(autouse=True)
@@ -159,11 +122,17 @@ def sample_root(tmp_path: Path, name: str = "root") -> Path:
     return root
 
 
-async def test_the_file_describes_tools_domains_and_what_is_not_running(tmp_path: Path) -> None:
+async def test_the_file_is_the_brief_make_docs_writes_with_the_tools_and_domains(tmp_path: Path) -> None:
     root = sample_root(tmp_path)
     async with booted(root):
         pass
-    assert (root / "AI_CONTEXT.md").read_text(encoding="utf-8") == EXPECTED
+    text = (root / "AI_CONTEXT.md").read_text(encoding="utf-8")
+    assert text == ai_context(root), "booting and `make docs` write the same file"
+    assert "- `greeter.greet(who: str) -> str` — A greeting for ``who``." in text
+    assert "- `context_manager.regenerate() -> bool`" in text
+    assert text.split("# This project\n\n", 1)[1] == EXPECTED_PROJECT
+    for run_state in ("READY", "missing required tools", "Not running", "did not load"):
+        assert run_state not in text, f"{run_state!r} describes a run, not the tree"
 
 
 async def test_models_are_stored_as_domain_metadata(tmp_path: Path) -> None:
@@ -226,7 +195,7 @@ async def test_a_plugin_added_between_boots_appears_after_the_next_boot(tmp_path
         pass
     text = (root / "AI_CONTEXT.md").read_text()
     assert "### `billing`" in text
-    assert "| `billing.Refunds` | `domains/billing/plugins/refunds.py` | DEAD | `greeter`, `http` |" in text
+    assert "| `billing.Refunds` | `domains/billing/plugins/refunds.py` | `greeter`, `http` |" in text
     assert "| POST | `/refunds` | token | — | `billing.Refunds` |" in text
     assert "- publishes: `refund.issued`" in text
     assert text.index("### `billing`") < text.index("### `shop`")
@@ -239,7 +208,7 @@ async def test_the_file_is_replaced_atomically_keeping_its_mode(tmp_path: Path) 
     path.chmod(0o640)
     async with booted(root):
         pass
-    assert path.read_text() == EXPECTED
+    assert path.read_text() == ai_context(root)
     assert stat.S_IMODE(path.stat().st_mode) == 0o640
     assert sorted(p.name for p in root.iterdir() if p.name.startswith(".AI_CONTEXT")) == []
 
@@ -256,13 +225,14 @@ async def test_context_file_can_be_moved(tmp_path: Path, monkeypatch: pytest.Mon
     monkeypatch.setenv("CONTEXT_FILE", "docs/CONTEXT.md")
     async with booted(root):
         pass
-    assert (root / "docs" / "CONTEXT.md").read_text() == EXPECTED
+    expected = ai_context(root)
+    assert (root / "docs" / "CONTEXT.md").read_text() == expected
     assert not (root / "AI_CONTEXT.md").exists()
     absolute = tmp_path / "elsewhere.md"
     monkeypatch.setenv("CONTEXT_FILE", str(absolute))
     async with booted(root):
         pass
-    assert absolute.read_text() == EXPECTED
+    assert absolute.read_text() == expected
 
 
 async def test_it_can_be_turned_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -282,8 +252,7 @@ async def test_a_root_without_domains_still_gets_a_file(tmp_path: Path) -> None:
     async with booted(root):
         pass
     text = (root / "AI_CONTEXT.md").read_text()
-    assert "## Domains\n\nNo domains.\n" in text
-    assert text.endswith("## Not running\n\nEverything that was found is running.\n")
+    assert text.endswith("# This project\n\n## Domains\n\nNo domains.\n")
 
 
 def test_field_calls_only_count_as_defaults_when_they_give_one(tmp_path: Path) -> None:
@@ -322,7 +291,7 @@ def test_field_calls_only_count_as_defaults_when_they_give_one(tmp_path: Path) -
     assert [(f.name, f.has_default) for f in record.fields] == [("items", True), ("name", False)]
 
 
-async def test_tool_messages_that_describe_one_boot_stay_out_of_the_file(tmp_path: Path) -> None:
+async def test_tool_statuses_and_messages_stay_out_of_the_file(tmp_path: Path) -> None:
     root = sample_root(tmp_path)
     write(
         root,
@@ -349,4 +318,5 @@ async def test_tool_messages_that_describe_one_boot_stay_out_of_the_file(tmp_pat
     text = (root / "AI_CONTEXT.md").read_text(encoding="utf-8")
     assert "3 applied" not in text
     assert str(root) not in text
-    assert "| `broken` | OFF | set BROKEN_URL (tried data/b.db) |" in text
+    assert "BROKEN_URL" not in text and "| OFF |" not in text, "a tool's state is the dump's, not the file's"
+    assert "| `broken` | — |" in text, "an OFF tool is still documented"
