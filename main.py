@@ -1,16 +1,12 @@
-"""Keel's entry point: build the Kernel for this project and run it.
-
-``python main.py users ...`` manages accounts (``domains/users/commands.py``); everything else is
-the Kernel's (``serve``, ``migrate``).
+"""Keel's entry point: ``python main.py`` boots and serves this project; ``python main.py <command>``
+is the ``keel`` command (:mod:`core.cli`) on this project: ``migrate``, ``users create``, ``new``,
+``routes``, ``check``, ``doctor``, ``status``... (``python main.py --help`` lists them).
 """
 
 import sys
+from pathlib import Path
 
-from core import Kernel
+from core.cli import main
 
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["users"]:
-        from domains.users.commands import main as users
-
-        sys.exit(users(sys.argv[2:]))
-    sys.exit(Kernel().run(sys.argv[1:]))
+    sys.exit(main(["--root", str(Path(__file__).resolve().parent), *(sys.argv[1:] or ["run"])]))

@@ -1,14 +1,20 @@
-"""``python main.py users create [--admin] NAME``: make an account from the command line.
+"""``keel users create [--admin] NAME`` and ``keel users token NAME``: accounts from the command line.
 
 This is how the first admin comes to exist: registering over HTTP only ever gives the ``user``
 role. The command boots the project's tools only (which applies migrations, like ``main.py
 migrate``), creates the account with :func:`domains.users.accounts.create_account`, and stops. The
-password is read from standard input with ``--password-stdin`` (for scripts), else asked for twice
-on the terminal; it is never taken from the command line, where ``ps`` would show it. ``--admin``
-on a name that already exists grants that account the admin role instead (its password is kept).
+password is ``--password`` (convenient, but ``ps`` and the shell history show it), else read from
+standard input when that is a pipe or ``--password-stdin`` is given (for scripts), else asked for
+twice on the terminal. ``--admin`` on a name that already exists grants that account the admin role
+instead (its password is kept).
 
-:func:`create_user` is the callable part, for a fuller command-line tool to reuse. Exit codes: 0
-done, 1 refused (a taken name, a bad password, a tool that cannot start), 2 bad usage.
+``users token NAME`` prints a bearer token for an existing account, signed by the auth tool with the
+same claims ``POST /users/login`` gives (``sub`` the account id, ``username``, ``roles``): for curl
+(``-H "Authorization: Bearer $(keel users token root)"``) and the dashboard's token field.
+
+The ``keel`` command (:mod:`core.cli.users`) and ``python main.py users`` both come here.
+:func:`create_user` and :func:`issue_token` are the callable parts. Exit codes: 0 done, 1 refused (a
+taken name, a bad password, an unknown account, a tool that cannot start), 2 bad usage.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ import argparse
 import asyncio
 import getpass
 import sys
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +38,15 @@ class CommandError(Exception):
     """The command was refused; the message says why."""
 
 
+def _require_tools(kernel: Kernel) -> None:
+    tools = kernel.registry.get_system_dump()["tools"]
+    for name in ("db", "auth"):
+        status = tools.get(name, {}).get("status")
+        if status != "OK":
+            message = tools.get(name, {}).get("message") or "not found"
+            raise CommandError(f"the {name} tool is {status or 'missing'}: {message}")
+
+
 async def create_user(
     username: str, password: str | None, *, admin: bool = False, root: Path | None = None
 ) -> str:
@@ -38,12 +54,7 @@ async def create_user(
     kernel = Kernel(root)
     await kernel.boot(plugins=False)
     try:
-        tools = kernel.registry.get_system_dump()["tools"]
-        for name in ("db", "auth"):
-            status = tools.get(name, {}).get("status")
-            if status != "OK":
-                message = tools.get(name, {}).get("message") or "not found"
-                raise CommandError(f"the {name} tool is {status or 'missing'}: {message}")
+        _require_tools(kernel)
         db: Any = kernel.container.get("db")
         auth: Any = kernel.container.get("auth")
         lowered = username.lower()
@@ -71,28 +82,68 @@ async def create_user(
         await kernel.shutdown()
 
 
-def main(argv: list[str], *, root: Path | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="main.py users", description="Manage user accounts.")
-    commands = parser.add_subparsers(dest="command", required=True)
-    create = commands.add_parser("create", help="create an account (the first admin, say)")
+async def issue_token(username: str, *, minutes: int | None = None, root: Path | None = None) -> str:
+    """A bearer token for the existing account ``username``, with the claims a login gives."""
+    kernel = Kernel(root)
+    await kernel.boot(plugins=False)
+    try:
+        _require_tools(kernel)
+        db: Any = kernel.container.get("db")
+        auth: Any = kernel.container.get("auth")
+        row = await db.query_one("SELECT id, username, roles FROM users WHERE username = $1", [username.lower()])
+        if row is None:
+            raise CommandError(f"there is no account {username.lower()!r}; create it with `keel users create`")
+        lifetime = timedelta(minutes=minutes) if minutes is not None else None
+        token: str = auth.create_token(
+            row["id"], {"username": row["username"], "roles": str(row["roles"]).split()}, lifetime
+        )
+        return token
+    finally:
+        await kernel.shutdown()
+
+
+def build_parser(prog: str = "main.py users") -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=prog, description="Manage user accounts.")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    create = commands.add_parser(
+        "create",
+        help="create an account (the first admin, say)",
+        description="Create an account; with --admin, or make an existing account an admin.",
+    )
     create.add_argument("username")
     create.add_argument("--admin", action="store_true", help="give it the admin role")
+    create.add_argument("--password", help="the password (visible to ps and shell history; prefer stdin)")
     create.add_argument("--password-stdin", action="store_true", help="read the password from standard input")
+    token = commands.add_parser(
+        "token",
+        help="print a bearer token for an account (for curl and the dashboard)",
+        description="Print a signed bearer token for an existing account, as POST /users/login gives.",
+    )
+    token.add_argument("username")
+    token.add_argument("--minutes", type=int, help="its lifetime (default: AUTH_TOKEN_EXPIRE_MINUTES)")
+    return parser
+
+
+def main(argv: list[str], *, root: Path | None = None, prog: str = "main.py users") -> int:
+    parser = build_parser(prog)
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:
         return int(exc.code or 0)
     try:
-        password = _password(args.password_stdin)
+        if args.command == "token":
+            print(asyncio.run(issue_token(args.username, minutes=args.minutes, root=root)))
+            return 0
+        password = args.password if args.password is not None else _password(args.password_stdin)
         print(asyncio.run(create_user(args.username, password, admin=args.admin, root=root)))
     except CommandError as exc:
-        print(f"users create: {exc}", file=sys.stderr)
+        print(f"users {args.command}: {exc}", file=sys.stderr)
         return 1
     return 0
 
 
 def _password(from_stdin: bool) -> str:
-    if from_stdin:
+    if from_stdin or not sys.stdin.isatty():
         return sys.stdin.readline().rstrip("\r\n")
     first = getpass.getpass("password: ")
     if getpass.getpass("again: ") != first:

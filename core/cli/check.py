@@ -1,0 +1,5 @@
+from typing import Any
+
+
+def register(commands: Any) -> None:
+    pass

@@ -1,0 +1,32 @@
+"""``keel run [--reload]``: boot the project and serve it until SIGINT/SIGTERM (today's ``python main.py``)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import Any
+
+from core.cli.project import project_root
+
+
+def register(commands: Any) -> None:
+    parser = commands.add_parser(
+        "run",
+        aliases=["serve"],
+        help="boot the project and serve it",
+        description="Boot every tool and plugin of the project and serve until SIGINT/SIGTERM.",
+    )
+    parser.add_argument(
+        "--reload",
+        action="store_true",
+        help="reload plugin files as they change on disk (turns on the plugin watcher: PLUGINS_WATCH=1)",
+    )
+    parser.set_defaults(handler=handle)
+
+
+def handle(args: argparse.Namespace) -> int:
+    from core.kernel import Kernel
+
+    if args.reload:
+        os.environ["PLUGINS_WATCH"] = "1"
+    return Kernel(project_root(args)).run([])
