@@ -108,7 +108,7 @@ class ToolProxy:
         return f"<ToolProxy {self._keel_name}: {self._keel_tool!r}>"
 
 
-def _wrap(proxy: ToolProxy, method: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+def _wrap(proxy: ToolProxy, method: str, fn: Callable[..., Any]) -> Callable[..., Any]:  # noqa: C901  the hot path is inlined on purpose (see the docstring)
     """Build the wrapper for one method. The untraced success path is inlined on purpose: it runs
     on every tool call in the service, and each extra Python frame there costs about 50 ns."""
     tool_name = proxy._keel_name

@@ -7,7 +7,9 @@ errors a plugin raises to answer a caller (which the ``http`` tool maps to a sta
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from enum import StrEnum
+from typing import Any
 
 from core.contracts.errors import KeelError, StoreValueError, ToolArgumentError
 
@@ -81,10 +83,28 @@ class ErrorKind(StrEnum):
 
 
 class RequestError(KeelError):
-    """An error a plugin raises to answer a request with a specific status and kind."""
+    """An error a plugin raises to answer a request with a specific status and kind.
+
+    ``fields`` (each ``{"field", "location", "message"}``) name the offending inputs and go into the
+    envelope as ``error.fields``; ``headers`` are added to the response (``WWW-Authenticate``, say).
+    Both are taken here so raising one is a single typed expression, not an instance patched after.
+    """
 
     status_code: int = 400
     kind: ErrorKind = ErrorKind.BAD_REQUEST
+
+    def __init__(
+        self,
+        message: str = "",
+        *,
+        fields: Sequence[Mapping[str, Any]] | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.fields: list[dict[str, Any]] | None = (
+            None if fields is None else [dict(field) for field in fields]
+        )
+        self.headers: dict[str, str] = dict(headers) if headers else {}
 
 
 class NotFoundError(RequestError):
@@ -119,9 +139,10 @@ class TooManyRequestsError(RequestError):
     kind = ErrorKind.RATE_LIMITED
 
     def __init__(self, message: str, *, retry_after: int | None = None) -> None:
-        super().__init__(message)
+        super().__init__(
+            message, headers={"Retry-After": str(retry_after)} if retry_after is not None else None
+        )
         self.retry_after = retry_after
-        self.headers = {"Retry-After": str(retry_after)} if retry_after is not None else {}
 
 
 class ServiceUnavailableError(RequestError):

@@ -312,7 +312,9 @@ class PluginHost:
         present = [path for path in ordered if path.is_file()]
         return present, [path for path in ordered if path not in present]
 
-    async def _load(self, path: Path, *, fresh: bool) -> tuple[FileOutcome, list[LoadedPlugin]]:
+    async def _load(  # noqa: C901  being split into the plugin lifecycle (issue 19, kernel part)
+        self, path: Path, *, fresh: bool
+    ) -> tuple[FileOutcome, list[LoadedPlugin]]:
         kernel = self._kernel
         started = perf_counter()
         relative = kernel._relative(path)

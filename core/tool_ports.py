@@ -24,22 +24,31 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
-from datetime import timedelta
-from typing import Any, Protocol, runtime_checkable
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from core.contracts.ports import CheckpointPort, LLMPort, StorePort
+
+if TYPE_CHECKING:
+    from core.agents.cognition import Cognition
 
 __all__ = [
     "AuthPort",
     "CheckpointPort",
+    "ClusterPort",
+    "CodingCliPort",
+    "ContextPort",
     "DbPort",
     "EventBusPort",
     "EventHandler",
     "HttpHandler",
     "HttpPort",
     "LLMPort",
+    "JobHandler",
     "LoggerPort",
+    "PluginWatcherPort",
     "RegistryPort",
+    "SchedulerPort",
     "StorePort",
     "TelemetryPort",
 ]
@@ -49,6 +58,9 @@ HttpHandler = Callable[[dict[str, Any], dict[str, Any]], Any]
 
 EventHandler = Callable[[Any], Awaitable[Any] | Any]
 """``handler(event)``, sync or async; ``event.payload`` is what was published."""
+
+JobHandler = Callable[[dict[str, Any]], Any]
+"""``handler(job)``, sync or async; ``job`` has ``id``, ``name``, ``payload``, ``due_at``, ``attempt``."""
 
 
 @runtime_checkable
@@ -161,3 +173,93 @@ class TelemetryPort(Protocol):
     def enabled(self) -> bool: ...
     def get_tracer(self, name: str = ..., version: str | None = None) -> Any: ...
     def get_meter(self, name: str = ..., version: str | None = None) -> Any: ...
+
+
+@runtime_checkable
+class SchedulerPort(Protocol):
+    """Recurring schedules and durable one-shot jobs; registering is sync, the job store is async."""
+
+    def every(
+        self,
+        interval: float | timedelta,
+        handler: JobHandler,
+        *,
+        name: str | None = None,
+        catch_up: str = "once",
+        retries: int = 0,
+    ) -> str: ...
+    def cron(
+        self,
+        expr: str,
+        handler: JobHandler,
+        *,
+        tz: str = "UTC",
+        name: str | None = None,
+        catch_up: str = "once",
+        retries: int = 0,
+    ) -> str: ...
+    def on_job(self, name: str, handler: JobHandler) -> None: ...
+    async def at(
+        self,
+        when: datetime | float,
+        name: str,
+        payload: Any = None,
+        *,
+        key: str | None = None,
+        max_attempts: int | None = None,
+    ) -> str: ...
+    async def after(
+        self,
+        delay: float | timedelta,
+        name: str,
+        payload: Any = None,
+        *,
+        key: str | None = None,
+        max_attempts: int | None = None,
+    ) -> str: ...
+    async def jobs(
+        self, status: str | None = None, name: str | None = None, limit: int = 100
+    ) -> list[dict[str, Any]]: ...
+    async def job(self, job_id: str) -> dict[str, Any] | None: ...
+    async def cancel(self, job_id: str) -> bool: ...
+    async def rerun(self, job_id: str) -> bool: ...
+    async def schedules(self) -> list[dict[str, Any]]: ...
+    async def status(self) -> dict[str, Any]: ...
+
+
+@runtime_checkable
+class ClusterPort(Protocol):
+    """The live processes of the deployment (this one alone when no Redis is shared)."""
+
+    process_id: str
+
+    @property
+    def enabled(self) -> bool: ...
+    async def members(self) -> list[dict[str, Any]]: ...
+    def version_mismatches(self, members: list[dict[str, Any]]) -> dict[str, dict[str, list[str]]]: ...
+    def announcement(self) -> dict[str, Any]: ...
+
+
+@runtime_checkable
+class CodingCliPort(Protocol):
+    """Coding-agent command-line programs as cognitions an agent can run with."""
+
+    def claude(self, **options: Any) -> Cognition: ...
+    def codex(self, **options: Any) -> Cognition: ...
+    def codex_session(self, thread_id: str | None = None, **options: Any) -> Cognition: ...
+
+
+@runtime_checkable
+class ContextPort(Protocol):
+    """The ``context_manager`` tool: AI_CONTEXT.md, rewritten when what it describes changed."""
+
+    def regenerate(self) -> bool: ...
+
+
+@runtime_checkable
+class PluginWatcherPort(Protocol):
+    """Live reload of plugin files; a plugin or test may wait until changes are seen."""
+
+    @property
+    def watching(self) -> bool: ...
+    async def wait_until_watching(self) -> None: ...

@@ -8,6 +8,7 @@ misspelt method and a missing ``await`` rather than only to exist.
 
 from __future__ import annotations
 
+import ast
 import inspect
 import subprocess
 import sys
@@ -21,11 +22,16 @@ from core import tool_ports
 from tests.kit import PROJECT
 from tools.auth.auth_tool import AuthTool
 from tools.checkpoint.checkpoint_tool import CheckpointTool
+from tools.cluster.cluster_tool import ClusterTool
+from tools.coding_cli.coding_cli_tool import CodingCliTool
+from tools.context.context_tool import ContextTool
 from tools.db.db_tool import DbTool
 from tools.event_bus.event_bus_tool import EventBusTool
 from tools.http.http_tool import HttpTool
 from tools.llm.llm_tool import LlmTool
 from tools.logger.logger_tool import LoggerTool
+from tools.plugin_watcher.watcher_tool import PluginWatcherTool
+from tools.scheduler.scheduler_tool import SchedulerTool
 from tools.store.store_tool import StoreTool
 from tools.system.registry_tool import RegistryTool
 from tools.telemetry.telemetry_tool import TelemetryTool
@@ -41,6 +47,11 @@ IMPLEMENTATIONS: dict[str, tuple[type[Any], type[Any]]] = {
     "llm": (LlmTool, tool_ports.LLMPort),
     "store": (StoreTool, tool_ports.StorePort),
     "checkpoint": (CheckpointTool, tool_ports.CheckpointPort),
+    "scheduler": (SchedulerTool, tool_ports.SchedulerPort),
+    "cluster": (ClusterTool, tool_ports.ClusterPort),
+    "coding_cli": (CodingCliTool, tool_ports.CodingCliPort),
+    "context_manager": (ContextTool, tool_ports.ContextPort),
+    "plugin_watcher": (PluginWatcherTool, tool_ports.PluginWatcherPort),
 }
 
 
@@ -188,3 +199,16 @@ def test_mypy_strict_accepts_the_tools_and_a_plugin_and_catches_a_broken_plugin(
     broken = "\n".join(line for line in errors if "broken.py" in line)
     assert '"DbPort" has no attribute "querry"' in broken
     assert 'Value of type "Coroutine' in broken  # query_one used without await
+
+
+def test_every_tool_in_the_tree_has_a_port() -> None:
+    """A new tool gets a port too, or plugins injecting it are back to ``Any``."""
+    tools = set()
+    for path in sorted((PROJECT / "tools").rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in tree.body:
+            if isinstance(node, ast.ClassDef) and any(
+                isinstance(base, ast.Name) and base.id == "BaseTool" for base in node.bases
+            ):
+                tools.add(node.name)
+    assert tools == {tool.__name__ for tool, _ in IMPLEMENTATIONS.values()}

@@ -258,7 +258,9 @@ class ClaudeCliCognition:
             if not closed:
                 await reap(process)
 
-    async def _turn(self, run: AgentRun, reader: EventReader, turn: _Turn) -> AsyncIterator[StreamEvent]:
+    async def _turn(  # noqa: C901  one branch per event type of the CLI's stream, in stream order
+        self, run: AgentRun, reader: EventReader, turn: _Turn
+    ) -> AsyncIterator[StreamEvent]:
         ctx = run.ctx
         calls: dict[str, ToolCall] = {}
         while True:

@@ -57,10 +57,8 @@ def is_admin(identity: Mapping[str, Any]) -> bool:
 
 
 def _unauthorized(message: str, *, invalid: bool) -> UnauthorizedError:
-    error = UnauthorizedError(message)
     challenge = 'Bearer error="invalid_token"' if invalid else "Bearer"
-    error.headers = {"WWW-Authenticate": challenge}  # type: ignore[attr-defined]
-    return error
+    return UnauthorizedError(message, headers={"WWW-Authenticate": challenge})
 
 
 def bearer_token(headers: Mapping[str, str]) -> str | None:

@@ -72,9 +72,7 @@ def envelope(
 
 def invalid_input(message: str, fields: list[dict[str, Any]]) -> InvalidInputError:
     """A 422 naming the offending fields."""
-    error = InvalidInputError(message)
-    error.fields = fields  # type: ignore[attr-defined]
-    return error
+    return InvalidInputError(message, fields=fields)
 
 
 def validation_fields(exc: ValidationError, location: str) -> list[dict[str, Any]]:

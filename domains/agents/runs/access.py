@@ -58,9 +58,7 @@ class Caller:
 
 
 def token_required(what: str) -> UnauthorizedError:
-    error = UnauthorizedError(f"a bearer token is required to {what}")
-    error.headers = {"WWW-Authenticate": "Bearer"}  # type: ignore[attr-defined]
-    return error
+    return UnauthorizedError(f"a bearer token is required to {what}", headers={"WWW-Authenticate": "Bearer"})
 
 
 def check_run(caller: Caller, run_id: str, owner: str | None) -> None:

@@ -72,6 +72,6 @@ def _last_event_id(raw: object) -> int | None:
 
 
 def _invalid(field: str, message: str) -> InvalidInputError:
-    error = InvalidInputError(f"{field}: {message}")
-    error.fields = [{"field": field, "location": "query", "message": message}]  # type: ignore[attr-defined]
-    return error
+    return InvalidInputError(
+        f"{field}: {message}", fields=[{"field": field, "location": "query", "message": message}]
+    )

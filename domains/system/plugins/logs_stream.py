@@ -171,9 +171,9 @@ def _positive_int(name: str, default: int) -> int:
 
 
 def _invalid(field: str, message: str) -> InvalidInputError:
-    error = InvalidInputError(f"{field}: {message}")
-    error.fields = [{"field": field, "location": "query", "message": message}]  # type: ignore[attr-defined]
-    return error
+    return InvalidInputError(
+        f"{field}: {message}", fields=[{"field": field, "location": "query", "message": message}]
+    )
 
 
 class SystemLogsStreamPlugin(BasePlugin):

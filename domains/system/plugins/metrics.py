@@ -55,6 +55,7 @@ def _limit(raw: object) -> int:
         return DEFAULT_LIMIT
     if isinstance(raw, str) and raw.isdigit() and int(raw) <= MAX_LIMIT:
         return int(raw)
-    error = InvalidInputError(f"limit must be a whole number between 0 and {MAX_LIMIT}, got {raw!r}")
-    error.fields = [{"field": "limit", "location": "query", "message": f"0 to {MAX_LIMIT}"}]  # type: ignore[attr-defined]
-    raise error
+    raise InvalidInputError(
+        f"limit must be a whole number between 0 and {MAX_LIMIT}, got {raw!r}",
+        fields=[{"field": "limit", "location": "query", "message": f"0 to {MAX_LIMIT}"}],
+    )

@@ -267,9 +267,7 @@ class LoginUser(BasePlugin):
 
 
 def _bad_credentials() -> UnauthorizedError:
-    error = UnauthorizedError("invalid username or password")
-    error.headers = {"WWW-Authenticate": "Bearer"}  # type: ignore[attr-defined]
-    return error
+    return UnauthorizedError("invalid username or password", headers={"WWW-Authenticate": "Bearer"})
 
 
 def _env_number(name: str, default: float) -> float:

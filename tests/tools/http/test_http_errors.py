@@ -60,10 +60,11 @@ async def test_a_request_error_may_carry_fields_and_headers(monkeypatch: pytest.
     http = await make_http(monkeypatch)
 
     async def handler(data: dict[str, Any], context: dict[str, Any]) -> None:
-        error = InvalidInputError("bad sku")
-        error.fields = [{"field": "sku", "location": "body", "message": "unknown"}]  # type: ignore[attr-defined]
-        error.headers = {"X-Hint": "see docs"}  # type: ignore[attr-defined]
-        raise error
+        raise InvalidInputError(
+            "bad sku",
+            fields=[{"field": "sku", "location": "body", "message": "unknown"}],
+            headers={"X-Hint": "see docs"},
+        )
 
     http.add_endpoint("/x", "POST", handler)
     async with client(http) as c:
