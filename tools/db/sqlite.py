@@ -313,7 +313,10 @@ class SqliteTransaction:
                 await writer.submit(_finish, commit, deferred)
             else:
                 name = f"keel_{self._depth}"
-                await writer.submit(_release, name, deferred) if commit else await writer.submit(_rollback_to, name)
+                if commit:
+                    await writer.submit(_release, name, deferred)
+                else:
+                    await writer.submit(_rollback_to, name)
         except sqlite3.Error as err:
             error = translate(err)
             error.__cause__ = err
@@ -429,7 +432,9 @@ def _after_deferred(
 
 
 def _finish(
-    connection: sqlite3.Connection, commit: bool, deferred: list[tuple[str, Sequence[Any]]] = ()  # type: ignore[assignment]
+    connection: sqlite3.Connection,
+    commit: bool,
+    deferred: list[tuple[str, Sequence[Any]]] = (),  # type: ignore[assignment]
 ) -> None:
     """End the outermost transaction (after its deferred statements); if they or COMMIT fail, roll
     back before raising."""
@@ -447,7 +452,9 @@ def _finish(
 
 
 def _release(
-    connection: sqlite3.Connection, name: str, deferred: list[tuple[str, Sequence[Any]]] = ()  # type: ignore[assignment]
+    connection: sqlite3.Connection,
+    name: str,
+    deferred: list[tuple[str, Sequence[Any]]] = (),  # type: ignore[assignment]
 ) -> None:
     try:
         for sql, params in deferred:
