@@ -17,12 +17,12 @@ Choices this module makes (each is tested):
   high-rate subscribers should be ``async def``. A (name, handler) pair is subscribed once;
   subscribing it again changes nothing.
 - **Each subscriber runs as if in its own task** (one draining task runs the subscribers that
-  finish without waiting, and becomes the task of one that waits; see ``_drain``) with ``current_event_id_var`` set to the event's id and
-  ``current_identity_var`` to the handler's identity (``<domain>.<Class>.<method>``), in that
-  task's own copy of the publisher's context, so the publisher never sees them. So an event
-  published by a subscriber gets ``parent_id`` = the event it is handling (chains are causal), log
-  lines it writes are attributed to it, and an HTTP request id set by the
-  ``http`` tool becomes the root of the chain the request starts.
+  finish without waiting, and becomes the task of one that waits; see ``_drain``) with
+  ``current_event_id_var`` set to the event's id and ``current_identity_var`` to the handler's
+  identity (``<domain>.<Class>.<method>``), in its own copy of the publisher's context, so the
+  publisher never sees them. So an event published by a subscriber gets ``parent_id`` = the event
+  it is handling (chains are causal), log lines it writes are attributed to it, and an HTTP
+  request id set by the ``http`` tool becomes the root of the chain the request starts.
 - **Failures are isolated, retried, then dead-lettered** — the same rules on both backends. A
   subscriber that raises is run again after ``EVENT_BUS_RETRY_BACKOFF_MS`` (200; doubling each
   time, at most 10 s), up to ``EVENT_BUS_MAX_ATTEMPTS`` (5) runs; only the subscriber that failed
