@@ -74,3 +74,8 @@ def start_server(
             time.sleep(0.05)  # polling a server that is still booting, with a deadline
     process.kill()
     raise RuntimeError(f"{script.name} did not answer on port {port} within {limit:g} s")
+
+
+def emit_ratio(name: str, ratio: float, floor: str, goal: str) -> None:
+    """A ratio line that names what it is measured against and the figure it should reach."""
+    print(f"{name}: {ratio:.4g} x  (floor: {floor}; goal: {goal})", flush=True)

@@ -1,6 +1,14 @@
-"""What the ``db`` tool costs on SQLite against raw aiosqlite, and how it behaves under contention.
+"""What the ``db`` tool costs on SQLite against stdlib sqlite3 and aiosqlite, on PostgreSQL against
+a raw asyncpg pool, and how it behaves under contention.
 
-Run: ``.venv/bin/python bench/bench_db.py``   (about 30 s)
+Run: ``.venv/bin/python bench/bench_db.py``   (about 60 s; the PostgreSQL part needs
+``DATABASE_URL_TEST`` or ``postgresql://postgres@127.0.0.1:5432/test`` and is skipped without it)
+
+0. The 10,000-row transaction against the floor, stdlib ``sqlite3`` called directly on the loop's
+   thread (no thread hop at all), through the tool's three ways of writing many rows in one block:
+   a statement each (``await db.execute``: one hop to the connection's thread per statement),
+   ``db.defer`` (every statement of the block in the hop of its COMMIT) and ``db.executemany``
+   (one hop). Ratio = sqlite3 time / tool time (goal >= 0.5 for ``defer``).
 
 1. 10,000 single-row INSERTs inside one transaction, and 1,000 single-row INSERTs each in its own
    (autocommit) statement, through the ``db`` tool as a plugin calls it (through the ToolProxy,
@@ -8,9 +16,12 @@ Run: ``.venv/bin/python bench/bench_db.py``   (about 30 s)
    (WAL, synchronous=NORMAL, foreign_keys=ON, busy_timeout). Each configuration gets a fresh
    database file; the configurations are interleaved (in alternating order), the median of the
    repeats is reported, and the ratio is
-   raw time / db time (1.0 = as fast as raw, target >= 0.95). The same figure without the proxy
+   raw time / db time (1.0 = as fast as raw). The same figure without the proxy
    is printed as ``..._direct_ratio`` to separate the tool's cost from the kernel's.
-2. 50 tasks each incrementing one counter 100 times, every increment in its own transaction:
+2. PostgreSQL: 10,000 single-row INSERTs in one transaction, the tool (a statement each, and
+   ``defer``) against a raw asyncpg pool doing the same statements on one acquired connection in
+   ``connection.transaction()``. Ratio = raw time / tool time (goal >= 0.95).
+3. 50 tasks each incrementing one counter 100 times, every increment in its own transaction:
    wall time, the final count (must be exactly 5000) and how many calls raised.
 """
 
@@ -31,6 +42,7 @@ sys.path.insert(0, str(ROOT))
 
 import aiosqlite  # noqa: E402
 
+from bench._util import emit, emit_ratio  # noqa: E402
 from core import Kernel  # noqa: E402
 
 REPEATS = {"insert_10k_one_tx": 9, "insert_1k_autocommit": 31}  # the short run needs more samples
@@ -46,8 +58,9 @@ PRAGMAS = (
 TABLE = "CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT NOT NULL, qty INTEGER NOT NULL)"
 
 
-def emit(name: str, value: float, unit: str) -> None:
-    print(f"{name}: {value:.4g} {unit}", flush=True)
+PG_URL = os.environ.get("DATABASE_URL_TEST", "postgresql://postgres@127.0.0.1:5432/test")
+PG_REPEATS = 7
+INSERT = "INSERT INTO items (name, qty) VALUES ($1, $2)"
 
 
 class Workspace:
@@ -133,8 +146,9 @@ async def compare(ws: Workspace, label: str, raw_body: Any, keel_body: Any) -> N
     raw_ms, keel_ms, direct_ms = (statistics.median(x) * 1000 for x in (raw, proxied, direct))
     emit(f"db_{label}_raw_aiosqlite", raw_ms, "ms")
     emit(f"db_{label}_keel", keel_ms, "ms")
-    emit(f"db_{label}_ratio", raw_ms / keel_ms, "x")
-    emit(f"db_{label}_direct_ratio", raw_ms / direct_ms, "x")
+    floor = f"aiosqlite with the same pragmas, {raw_ms:.4g} ms"
+    emit_ratio(f"db_{label}_ratio", raw_ms / keel_ms, floor, "level with aiosqlite (~1.0x)")
+    emit_ratio(f"db_{label}_direct_ratio", raw_ms / direct_ms, floor, "level with aiosqlite (~1.0x)")
 
 
 async def contention(ws: Workspace) -> None:
@@ -166,8 +180,129 @@ async def contention(ws: Workspace) -> None:
         await kernel.shutdown()
 
 
+def sqlite3_tx(path: Path) -> float:
+    """The floor: stdlib sqlite3 on this thread, same pragmas, same statements, one transaction."""
+    import sqlite3
+
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        for pragma in PRAGMAS:
+            conn.execute(pragma)
+        conn.execute(TABLE)
+        started = time.perf_counter()
+        conn.execute("BEGIN IMMEDIATE")
+        for i in range(TX_ROWS):
+            conn.execute("INSERT INTO items (name, qty) VALUES (?, ?)", (f"item-{i}", i))
+        conn.execute("COMMIT")
+        return time.perf_counter() - started
+    finally:
+        conn.close()
+
+
+async def keel_tx_deferred(db: Any) -> None:
+    async with db.transaction() as tx:
+        defer = tx.defer
+        for i in range(TX_ROWS):
+            defer(INSERT, (f"item-{i}", i))
+
+
+async def keel_tx_executemany(db: Any) -> None:
+    async with db.transaction() as tx:
+        await tx.executemany(INSERT, [(f"item-{i}", i) for i in range(TX_ROWS)])
+
+
+async def against_sqlite3(ws: Workspace) -> None:
+    samples: dict[str, list[float]] = {"sqlite3": [], "execute": [], "defer": [], "executemany": []}
+    bodies = {"execute": keel_tx, "defer": keel_tx_deferred, "executemany": keel_tx_executemany}
+    for repeat in range(REPEATS["insert_10k_one_tx"]):
+        order = ["sqlite3", *bodies]
+        for label in order if repeat % 2 == 0 else reversed(order):
+            if label == "sqlite3":
+                samples[label].append(sqlite3_tx(ws.fresh_file()))
+            else:
+                samples[label].append(await keel_run(ws, bodies[label], proxy=True))
+    floor_ms = statistics.median(samples["sqlite3"]) * 1000
+    emit("db_insert_10k_one_tx_sqlite3_direct", floor_ms, "ms")
+    floor = f"stdlib sqlite3 called directly, {floor_ms:.4g} ms"
+    for label in bodies:
+        ms = statistics.median(samples[label]) * 1000
+        emit(f"db_insert_10k_one_tx_keel_{label}", ms, "ms")
+        goal = ">= 0.5x" if label != "execute" else "none (a thread hop per statement; use defer)"
+        emit_ratio(f"db_insert_10k_one_tx_{label}_vs_sqlite3", floor_ms / ms, floor, goal)
+        lo, hi = (x * 1000 for x in (min(samples[label]), max(samples[label])))
+        emit(f"db_insert_10k_one_tx_keel_{label}_range_low", lo, "ms")
+        emit(f"db_insert_10k_one_tx_keel_{label}_range_high", hi, "ms")
+
+
+async def postgres_tx() -> None:
+    """10k INSERTs in one transaction on PostgreSQL: raw asyncpg pool vs the tool."""
+    import asyncpg
+
+    try:
+        probe = await asyncpg.connect(PG_URL, timeout=3)
+    except (OSError, asyncpg.PostgresError) as exc:
+        print(f"# PostgreSQL not reachable at {PG_URL} ({exc}); its figures are skipped", flush=True)
+        return
+    await probe.close()
+    schema = f"bench_{os.getpid()}"
+    admin = await asyncpg.connect(PG_URL)
+    await admin.execute(f"CREATE SCHEMA {schema}")
+    try:
+        url = f"{PG_URL}{'&' if '?' in PG_URL else '?'}search_path={schema}"
+        pool = await asyncpg.create_pool(
+            PG_URL, min_size=1, max_size=10, server_settings={"search_path": schema}
+        )
+        await pool.execute(TABLE.replace("INTEGER PRIMARY KEY", "SERIAL PRIMARY KEY"))
+
+        async def raw() -> float:
+            await pool.execute("TRUNCATE items")
+            started = time.perf_counter()
+            async with pool.acquire() as conn, conn.transaction():
+                for i in range(TX_ROWS):
+                    await conn.execute(INSERT, f"item-{i}", i)
+            return time.perf_counter() - started
+
+        ws = Workspace()
+        os.environ["DATABASE_URL"] = url
+        kernel = Kernel(ws.root)
+        await kernel.boot(plugins=False)
+        db: Any = kernel.container.get("db")
+
+        async def keel(body: Callable[[Any], Awaitable[None]]) -> float:
+            await db.execute("TRUNCATE items")
+            started = time.perf_counter()
+            await body(db)
+            return time.perf_counter() - started
+
+        samples: dict[str, list[float]] = {"raw": [], "execute": [], "defer": []}
+        runs: list[tuple[str, Callable[[], Awaitable[float]]]] = [
+            ("raw", raw),
+            ("execute", lambda: keel(keel_tx)),
+            ("defer", lambda: keel(keel_tx_deferred)),
+        ]
+        try:
+            for repeat in range(PG_REPEATS):
+                for label, run in runs if repeat % 2 == 0 else reversed(runs):
+                    samples[label].append(await run())
+        finally:
+            await kernel.shutdown()
+            await pool.close()
+        raw_ms = statistics.median(samples["raw"]) * 1000
+        emit("db_pg_insert_10k_one_tx_raw_asyncpg", raw_ms, "ms")
+        floor = f"a raw asyncpg pool, a statement each in one transaction, {raw_ms:.4g} ms"
+        for label in ("execute", "defer"):
+            ms = statistics.median(samples[label]) * 1000
+            emit(f"db_pg_insert_10k_one_tx_keel_{label}", ms, "ms")
+            emit_ratio(f"db_pg_insert_10k_one_tx_{label}_ratio", raw_ms / ms, floor, ">= 0.95x")
+    finally:
+        await admin.execute(f"DROP SCHEMA {schema} CASCADE")
+        await admin.close()
+
+
 async def main() -> None:
     ws = Workspace()
+    await against_sqlite3(ws)
+    await postgres_tx()
     await compare(ws, "insert_10k_one_tx", raw_tx, keel_tx)
     await compare(ws, "insert_1k_autocommit", raw_single, keel_single)
     await contention(ws)

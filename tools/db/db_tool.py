@@ -107,6 +107,7 @@ class Engine(Protocol):
     async def close(self) -> None: ...
     async def execute(self, sql: str, params: Sequence[Any]) -> int: ...
     async def executemany(self, sql: str, rows: list[Sequence[Any]]) -> None: ...
+    def defer(self, sql: str, params: Sequence[Any]) -> None: ...
     async def query(self, sql: str, params: Sequence[Any]) -> list[dict[str, Any]]: ...
     async def query_one(self, sql: str, params: Sequence[Any]) -> dict[str, Any] | None: ...
     async def scalar(self, sql: str, params: Sequence[Any]) -> Any: ...
@@ -196,6 +197,18 @@ class DbTool(BaseTool):
         """Run one statement once per row of values, all or nothing."""
         engine = self._live or await self._ensure_ready()
         await engine.executemany(sql, list(rows))
+
+    def defer(self, sql: str, params: Sequence[Any] = ()) -> None:
+        """Queue a statement of this task's open transaction block, to run (in order) together
+        with the block's next statement or at its end, whichever comes first.
+
+        For the many writes of one block whose row counts nobody needs: on SQLite every statement
+        otherwise pays a hop to the connection's thread, on PostgreSQL a round trip. Its failure
+        is raised by the next statement of the block (or by the block's end) and aborts the
+        block like any failed statement; a block that rolls back never runs what it deferred.
+        Outside a block it raises ``kind="misuse"``.
+        """
+        self._require_engine().defer(sql, params)
 
     async def query(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
         """Every row, as a dict per row keyed by column name."""

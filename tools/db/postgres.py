@@ -50,12 +50,34 @@ _POSTGRES = Dialect.POSTGRES
 class _Frame:
     """The connection a task's open transaction runs on, and how deep its savepoints go."""
 
-    __slots__ = ("connection", "depth", "failure")
+    __slots__ = ("connection", "deferred", "depth", "failure")
 
     def __init__(self, connection: Any) -> None:
         self.connection = connection
         self.depth = 1
         self.failure: DatabaseError | None = None
+        self.deferred: list[tuple[str, Sequence[Any]]] = []  # see PostgresEngine.defer
+
+    async def flush(self) -> None:
+        """Run the deferred statements in order, each run of one statement text as one
+        ``executemany`` (asyncpg sends its rows in one round trip); a failure aborts the block."""
+        deferred, self.deferred = self.deferred, []
+        connection = self.connection
+        start = 0
+        try:
+            while start < len(deferred):
+                sql = deferred[start][0]
+                end = start + 1
+                while end < len(deferred) and deferred[end][0] == sql:
+                    end += 1
+                if end - start == 1:
+                    await connection.execute(sql, *deferred[start][1])
+                else:
+                    await connection.executemany(sql, [params for _, params in deferred[start:end]])
+                start = end
+        except Exception as exc:
+            self.failure = translate(exc)
+            raise self.failure from exc
 
 
 class PostgresEngine:
@@ -129,6 +151,18 @@ class PostgresEngine:
         if rows:  # asyncpg runs the batch atomically when not already inside a transaction
             await self._call(prepared.text, "executemany", (rows,))
 
+    def defer(self, sql: str, params: Sequence[Any]) -> None:
+        """Queue a statement of the calling task's transaction; it runs, in order, before the
+        block's next statement or at its end (consecutive ones of one text as one batch)."""
+        prepared = prepare(sql, _POSTGRES)
+        check_params(prepared, params)
+        frame = self._frames.get(_current_task()) if self._frames else None  # type: ignore[arg-type]
+        if frame is None:
+            raise DatabaseError(DbErrorKind.MISUSE, "defer() is for statements inside a transaction block")
+        if frame.failure is not None:
+            raise transaction_aborted(frame.failure)
+        frame.deferred.append((prepared.text, params))
+
     async def run_script_statement(self, sql: str) -> None:
         """Run one statement of a migration as written, on the current transaction's connection."""
         await self._call(sql, "execute", ())
@@ -149,6 +183,8 @@ class PostgresEngine:
         if frame is not None:
             if frame.failure is not None:
                 raise transaction_aborted(frame.failure)
+            if frame.deferred:
+                await frame.flush()
             try:
                 return await getattr(frame.connection, method)(sql, *params)
             except Exception as exc:
@@ -207,6 +243,8 @@ class PostgresTransaction:
             if frame.failure is not None:
                 raise transaction_aborted(frame.failure)
             depth = frame.depth + 1
+            if frame.deferred:
+                await frame.flush()
             try:
                 await frame.connection.execute(f"SAVEPOINT keel_{depth}")
             except Exception as exc:
@@ -237,6 +275,14 @@ class PostgresTransaction:
         frame = engine._frames.get(self._task) if self._task is not None else None
         if frame is None:  # __aenter__ did not complete, so there is nothing to end
             return
+        deferred_error: DatabaseError | None = None
+        if exc_type is not None or frame.failure is not None:
+            frame.deferred = []  # the block rolls back: what it deferred never runs
+        elif frame.deferred:
+            try:
+                await frame.flush()
+            except DatabaseError as failed:
+                deferred_error = failed  # also the block's failure: it rolls back, then raises it
         failure = frame.failure
         commit = exc_type is None and failure is None
         connection = frame.connection
@@ -263,6 +309,8 @@ class PostgresTransaction:
                 await _give_back(engine._pool, connection)
         if error is not None and exc_type is None:
             raise error
+        if deferred_error is not None:
+            raise deferred_error
         if failure is not None and exc_type is None:
             raise transaction_aborted(failure)
 

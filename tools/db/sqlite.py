@@ -75,6 +75,9 @@ class SqliteEngine:
         self._owner: asyncio.Task[Any] | None = None
         self._depth = 0
         self._failure: DatabaseError | None = None
+        # Statements the transaction's task handed to ``defer``, run in the same thread hop as
+        # its next statement (or its end).
+        self._deferred: list[tuple[str, Sequence[Any]]] = []
 
     def describe(self) -> str:
         return f"sqlite {self.path} (WAL, {self._reader_count} readers)"
@@ -152,6 +155,18 @@ class SqliteEngine:
         else:
             await self._write(_executemany_atomically, prepared.text, rows)
 
+    def defer(self, sql: str, params: Sequence[Any]) -> None:
+        """Queue a statement of the calling task's transaction; it runs, in order, in the same
+        thread hop as the block's next statement or its end (one hop for many statements)."""
+        prepared = prepare(sql, _SQLITE)
+        check_params(prepared, params)
+        owner = self._owner
+        if owner is None or owner is not _current_task():
+            raise DatabaseError(DbErrorKind.MISUSE, "defer() is for statements inside a transaction block")
+        if self._failure is not None:
+            raise transaction_aborted(self._failure)
+        self._deferred.append((prepared.text, params))
+
     async def run_script_statement(self, sql: str) -> None:
         """Run one statement of a migration as written (no placeholder rewriting)."""
         await self._in_transaction(_execute, sql, ())
@@ -174,6 +189,9 @@ class SqliteEngine:
             raise transaction_aborted(self._failure)
         writer = self._require(self._writer)
         try:
+            if self._deferred:
+                deferred, self._deferred = self._deferred, []
+                return await writer.submit(_after_deferred, deferred, job, sql, params)
             return await writer.submit(job, sql, params)
         except ENGINE_ERRORS as exc:
             error = translate(exc)
@@ -254,10 +272,14 @@ class SqliteTransaction:
             if engine._failure is not None:
                 raise transaction_aborted(engine._failure)
             depth = engine._depth + 1
+            deferred, engine._deferred = engine._deferred, []
             try:
-                await writer.submit(_execute, f"SAVEPOINT keel_{depth}", ())
+                await writer.submit(_after_deferred, deferred, _execute, f"SAVEPOINT keel_{depth}", ())
             except sqlite3.Error as exc:
-                raise translate(exc) from exc
+                error = translate(exc)
+                if deferred:  # a deferred statement of the enclosing block failed: it is aborted
+                    engine._failure = error
+                raise error from exc
             engine._depth = self._depth = depth
             return
         if not engine._lock.try_acquire():
@@ -273,6 +295,7 @@ class SqliteTransaction:
         engine._owner = task
         engine._depth = self._depth = 1
         engine._failure = None
+        engine._deferred = []
 
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: Any
@@ -281,12 +304,19 @@ class SqliteTransaction:
         writer = engine._require(engine._writer)
         failure = engine._failure
         commit = exc_type is None and failure is None
+        deferred, engine._deferred = engine._deferred, []
+        if not commit:
+            deferred = []  # the block rolls back: what it deferred never runs
         error: DatabaseError | None = None
         try:
             if self._depth == 1:
-                await writer.submit(_finish, commit)
+                await writer.submit(_finish, commit, deferred)
             else:
-                await writer.submit(_release if commit else _rollback_to, f"keel_{self._depth}")
+                name = f"keel_{self._depth}"
+                if commit:
+                    await writer.submit(_release, name, deferred)
+                else:
+                    await writer.submit(_rollback_to, name)
         except sqlite3.Error as err:
             error = translate(err)
             error.__cause__ = err
@@ -391,20 +421,44 @@ def _begin(connection: sqlite3.Connection) -> None:
     _with_busy_retry(connection.execute, "BEGIN IMMEDIATE")
 
 
-def _finish(connection: sqlite3.Connection, commit: bool) -> None:
-    """End the outermost transaction; if COMMIT fails, roll back before raising."""
+def _after_deferred(
+    connection: sqlite3.Connection, deferred: list[tuple[str, Sequence[Any]]], job: Any, *args: Any
+) -> Any:
+    """Run the statements a transaction deferred, then ``job``: one thread hop for all of them."""
+    execute = connection.execute
+    for sql, params in deferred:
+        execute(sql, params)
+    return job(connection, *args)
+
+
+def _finish(
+    connection: sqlite3.Connection,
+    commit: bool,
+    deferred: list[tuple[str, Sequence[Any]]] = (),  # type: ignore[assignment]
+) -> None:
+    """End the outermost transaction (after its deferred statements); if they or COMMIT fail, roll
+    back before raising."""
     if not commit:
         _rollback_if_open(connection)
         return
     try:
+        execute = connection.execute
+        for sql, params in deferred:
+            execute(sql, params)
         _with_busy_retry(connection.execute, "COMMIT")
     except BaseException:
         _rollback_if_open(connection)
         raise
 
 
-def _release(connection: sqlite3.Connection, name: str) -> None:
+def _release(
+    connection: sqlite3.Connection,
+    name: str,
+    deferred: list[tuple[str, Sequence[Any]]] = (),  # type: ignore[assignment]
+) -> None:
     try:
+        for sql, params in deferred:
+            connection.execute(sql, params)
         connection.execute(f"RELEASE {name}")
     except BaseException:
         _rollback_to(connection, name)

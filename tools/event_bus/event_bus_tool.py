@@ -16,12 +16,13 @@ Choices this module makes (each is tested):
   hung one never blocks the process from exiting — at the price of a thread per call, so
   high-rate subscribers should be ``async def``. A (name, handler) pair is subscribed once;
   subscribing it again changes nothing.
-- **Each subscriber runs in its own task** with ``current_event_id_var`` set to the event's id and
-  ``current_identity_var`` to the handler's identity (``<domain>.<Class>.<method>``), in that
-  task's own copy of the publisher's context, so the publisher never sees them. So an event
-  published by a subscriber gets ``parent_id`` = the event it is handling (chains are causal), log
-  lines it writes are attributed to it, and an HTTP request id set by the
-  ``http`` tool becomes the root of the chain the request starts.
+- **Each subscriber runs as if in its own task** (one draining task runs the subscribers that
+  finish without waiting, and becomes the task of one that waits; see ``_drain``) with
+  ``current_event_id_var`` set to the event's id and ``current_identity_var`` to the handler's
+  identity (``<domain>.<Class>.<method>``), in its own copy of the publisher's context, so the
+  publisher never sees them. So an event published by a subscriber gets ``parent_id`` = the event
+  it is handling (chains are causal), log lines it writes are attributed to it, and an HTTP
+  request id set by the ``http`` tool becomes the root of the chain the request starts.
 - **Failures are isolated, retried, then dead-lettered** — the same rules on both backends. A
   subscriber that raises is run again after ``EVENT_BUS_RETRY_BACKOFF_MS`` (200; doubling each
   time, at most 10 s), up to ``EVENT_BUS_MAX_ATTEMPTS`` (5) runs; only the subscriber that failed
@@ -75,9 +76,11 @@ import asyncio
 import json
 import logging
 import os
+import types
 import uuid
 from collections import deque
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Coroutine, Generator
+from contextvars import Context, copy_context
 from time import perf_counter, time
 from typing import Any
 
@@ -104,6 +107,8 @@ DEAD_LETTERS_KEPT = 1000
 _event_var = current_event_id_var
 _identity_var = current_identity_var
 _get_running_loop = asyncio.get_running_loop
+_current_task = asyncio.current_task
+_copy_context = copy_context
 _new_record = object.__new__
 _new_event = tuple.__new__  # Event(...) without the generated __new__'s argument handling
 _OK = Outcome.OK  # enum member lookups cost more than a global on every delivery
@@ -129,6 +134,10 @@ class EventBusTool(BaseTool):
         # its own ``finally``. Keyed by what the delivery knows (``_delivery_key``), because a
         # task finding itself (``asyncio.current_task``) costs a Python call per delivery.
         self._tasks: dict[object, asyncio.Task[Any]] = {}
+        # In-process: events published and not yet handed to their subscribers (event, record,
+        # subscriptions, publisher's context, first subscriber), and the task draining them.
+        self._queue: deque[tuple[Event, TraceRecord, tuple[Subscription, ...], Context, int]] = deque()
+        self._drainer: asyncio.Task[None] | None = None
         self._prefix = uuid.uuid4().hex[:12] + "-"
         self.published = 0  # also the number in the next event's id
         self.failed_deliveries = 0
@@ -165,12 +174,20 @@ class EventBusTool(BaseTool):
         """Let deliveries in flight finish (bounded), cancel the rest, close the backend."""
         if self._broker is not None:
             await self._broker.stop_receiving()
-        tasks = set(self._tasks.values())
-        if tasks:
-            _, pending = await asyncio.wait(tasks, timeout=DRAIN_SECONDS)
-            for task in pending:
-                task.cancel()
-            await asyncio.gather(*pending, return_exceptions=True)
+        deadline = asyncio.get_running_loop().time() + DRAIN_SECONDS
+        while True:  # again while draining queued events starts new deliveries
+            tasks = set(self._tasks.values())
+            if self._drainer is not None:
+                tasks.add(self._drainer)
+            if not tasks:
+                break
+            left = max(0.0, deadline - asyncio.get_running_loop().time())
+            _, pending = await asyncio.wait(tasks, timeout=left)
+            if pending:
+                for task in pending:
+                    task.cancel()
+                await asyncio.gather(*pending, return_exceptions=True)
+                break
         await self._backend.close()
 
     def release_owner(self, owner: str) -> None:
@@ -313,16 +330,54 @@ class EventBusTool(BaseTool):
         record.started = perf_counter()
         record.seq = 0
         self._trace.keep(record)
-        # Each task is held here until its own ``finally`` drops it (cheaper than a done-callback,
-        # which would cost the loop one more scheduled call per delivery).
-        create_task = _get_running_loop().create_task
-        if len(subscriptions) == 1:  # the common case, without the loop's set-up
-            self._tasks[record] = create_task(self._deliver(subscriptions[0], event, record, 0))
-            return
-        tasks = self._tasks
+        # Queued with a copy of the publisher's context, for the drainer (below) to deliver.
+        self._queue.append((event, record, subscriptions, _copy_context(), 0))
+        if self._drainer is None:
+            self._drainer = _get_running_loop().create_task(self._drain())
+
+    async def _drain(self) -> None:
+        """Deliver the queued events, in publish order, one task for all of them.
+
+        A task per subscriber per event would cost the loop a task and a scheduled step each;
+        most subscribers finish without ever waiting, so this task runs each one's coroutine
+        itself, in the subscriber's own copy of the publisher's context. When one waits, this task
+        hands the rest of the queue to a new drainer and becomes that subscriber's task
+        (:func:`_carry_on`), so a slow subscriber never holds up the others and every delivery
+        runs in a single task from its start to its end (which ``asyncio.current_task()`` users —
+        timeouts, task groups, the db tool's transactions — rely on). Each pass takes only what
+        was queued when it began, so subscribers publishing in turn cannot starve the loop.
+        """
+        queue = self._queue
         deliver = self._deliver
-        for index, subscription in enumerate(subscriptions):
-            tasks[_delivery_key(record, index)] = create_task(deliver(subscription, event, record, index))
+        me = _current_task()
+        try:
+            while queue:
+                for _ in range(len(queue)):
+                    event, record, subscriptions, context, first = queue.popleft()
+                    last = len(subscriptions) - 1
+                    for index in range(first, last + 1):
+                        own = context if index == last else context.copy()
+                        coro = deliver(subscriptions[index], event, record, index)
+                        try:
+                            waiting = own.run(coro.send, None)
+                        except StopIteration:
+                            continue
+                        except (KeyboardInterrupt, SystemExit):
+                            raise
+                        except BaseException:  # noqa: S112 - cancelled itself; recorded by _deliver
+                            continue
+                        # It waits: the rest goes to a new drainer, and this task carries it on.
+                        if index < last:
+                            queue.appendleft((event, record, subscriptions, context, index + 1))
+                        self._drainer = _get_running_loop().create_task(self._drain()) if queue else None
+                        self._tasks[_delivery_key(record, index)] = me  # type: ignore[assignment]
+                        await _carry_on(coro, own, waiting)
+                        return
+                if queue:
+                    await _yield_once()
+        finally:
+            if self._drainer is me:
+                self._drainer = None
 
     async def _deliver(
         self, subscription: Subscription, event: Event, record: TraceRecord, index: int
@@ -592,6 +647,38 @@ def _delivery_key(record: TraceRecord, index: int) -> object:
     """The key of a delivery in flight: its record alone for the first (or only) subscriber, which
     spares the common case a tuple, else (record, index)."""
     return record if index == 0 else (record, index)
+
+
+@types.coroutine
+def _carry_on(coro: Coroutine[Any, Any, Any], context: Context, waiting: Any) -> Generator[Any, Any, Any]:
+    """Go on running ``coro`` — started elsewhere, now waiting on ``waiting`` — in this task and
+    in ``context``: what a task of its own would do, step for step.
+
+    Each thing it waits on goes to the task as it is, and the task's answer (a wake-up, or an
+    exception thrown in, such as a cancellation) goes back to it."""
+    send, throw, run = coro.send, coro.throw, context.run
+    while True:
+        try:
+            value = yield waiting
+        except GeneratorExit:
+            coro.close()
+            raise
+        except BaseException as exc:
+            try:
+                waiting = run(throw, exc)
+            except StopIteration as stop:
+                return stop.value
+        else:
+            try:
+                waiting = run(send, value)
+            except StopIteration as stop:
+                return stop.value
+
+
+@types.coroutine
+def _yield_once() -> Generator[None, None, None]:
+    """Let the loop run whatever else is ready (``asyncio.sleep(0)`` without its call)."""
+    yield
 
 
 def _trace_buffer_size() -> int:

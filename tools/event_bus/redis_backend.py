@@ -396,11 +396,37 @@ class RedisStreamsBackend:
             failures, start = 0, "$"
             self._reachable()
             for stream, entries in response or ():
-                for entry_id, fields in entries:
-                    await self._dispatch(group, stream, entry_id, fields, deliveries=1)
+                seen = await self._seen_marks(group, entries)
+                for index, (entry_id, fields) in enumerate(entries):
+                    await self._dispatch(group, stream, entry_id, fields, deliveries=1, seen=seen[index])
+
+    async def _seen_marks(
+        self, group: str, entries: list[tuple[str, Mapping[str, str] | None]]
+    ) -> list[bool | None]:
+        """Whether ``group`` already handled each entry's event, for a whole read in one ``MGET``
+        (instead of an ``EXISTS`` per entry); ``None`` where it is not known (dedup off, an entry
+        without an id, or Redis not answering: then each entry asks for itself)."""
+        unknown: list[bool | None] = [None] * len(entries)
+        if not self._dedupes(group):
+            return unknown
+        ids = [fields.get("id") if fields else None for _, fields in entries]
+        keys = [self.keys.seen(group, event_id) for event_id in ids if event_id]
+        if not keys:
+            return unknown
+        try:
+            marks = iter(await self._call(self._pipeline.submit, lambda pipe: pipe.mget(keys)))
+        except (RedisError, EventBusError, *_UNREACHABLE):
+            return unknown
+        return [None if not event_id else next(marks) is not None for event_id in ids]
 
     async def _dispatch(
-        self, group: str, stream: str, entry_id: str, fields: Mapping[str, str] | None, deliveries: int
+        self,
+        group: str,
+        stream: str,
+        entry_id: str,
+        fields: Mapping[str, str] | None,
+        deliveries: int,
+        seen: bool | None = None,
     ) -> None:
         """Start handling one entry (unless this process already is), within the concurrency bound."""
         held = self._held.setdefault((stream, group), {})
@@ -413,7 +439,7 @@ class RedisStreamsBackend:
             self._slots.release()
             return
         task = asyncio.get_running_loop().create_task(
-            self._handle(group, stream, entry_id, fields, deliveries)
+            self._handle(group, stream, entry_id, fields, deliveries, seen)
         )
         self._handlers.add(task)
         task.add_done_callback(self._handlers.discard)
@@ -421,7 +447,13 @@ class RedisStreamsBackend:
     # -- handling one entry ------------------------------------------------------------------------
 
     async def _handle(
-        self, group: str, stream: str, entry_id: str, fields: Mapping[str, str], deliveries: int
+        self,
+        group: str,
+        stream: str,
+        entry_id: str,
+        fields: Mapping[str, str],
+        deliveries: int,
+        seen: bool | None = None,
     ) -> None:
         try:
             try:
@@ -434,8 +466,12 @@ class RedisStreamsBackend:
             if only_group is not None and only_group != group:  # a dead letter replayed to another group
                 await self._call(self._pipeline.ack, stream, group, entry_id)
                 return
-            if self._dedupes(group) and await self._call(
-                self._pipeline.submit, lambda pipe: pipe.exists(self.keys.seen(group, event.id))
+            if self._dedupes(group) and (
+                seen
+                if seen is not None  # looked up for the whole read (_seen_marks)
+                else await self._call(
+                    self._pipeline.submit, lambda pipe: pipe.exists(self.keys.seen(group, event.id))
+                )
             ):
                 log.info(
                     "event bus: group %s already handled event %s (%s); entry %s acknowledged unrun",

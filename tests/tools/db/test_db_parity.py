@@ -297,3 +297,63 @@ async def test_uncommitted_rows_are_invisible_to_other_tasks_and_to_children(db:
 
 async def test_health_check(db: DbTool) -> None:
     assert await db.health_check() is True
+
+
+# -- deferred statements --------------------------------------------------------------------------
+
+
+async def test_deferred_statements_run_in_order_before_the_next_statement_and_at_commit(db: DbTool) -> None:
+    await make_items(db)
+    async with db.transaction() as tx:
+        tx.defer("INSERT INTO items (name, qty) VALUES ($1, $2)", ["a", 1])
+        tx.defer("UPDATE items SET qty = qty + $1 WHERE name = $2", [10, "a"])
+        tx.defer("INSERT INTO items (name, qty) VALUES ($1, $2)", ["b", 2])
+        tx.defer("INSERT INTO items (name, qty) VALUES ($1, $2)", ["c", 3])
+        # the next statement of the block sees them, in the order they were deferred
+        assert await tx.query("SELECT name, qty FROM items ORDER BY name") == [
+            {"name": "a", "qty": 11},
+            {"name": "b", "qty": 2},
+            {"name": "c", "qty": 3},
+        ]
+        for i in range(50):
+            tx.defer("INSERT INTO items (name, qty) VALUES ($1, $2)", [f"n{i}", i])
+    assert await db.scalar("SELECT count(*) FROM items") == 53
+
+
+async def test_a_failing_deferred_statement_aborts_its_block(db: DbTool) -> None:
+    await make_items(db)
+    with pytest.raises(DatabaseError) as caught:
+        async with db.transaction() as tx:
+            tx.defer("INSERT INTO items (name, qty) VALUES ($1, $2)", ["a", 1])
+            tx.defer("INSERT INTO items (name, qty) VALUES ($1, $2)", ["a", 2])  # duplicate name
+    assert caught.value.kind is DbErrorKind.UNIQUE_VIOLATION  # raised by the block's end
+    assert await db.scalar("SELECT count(*) FROM items") == 0
+    with pytest.raises(DatabaseError) as raised_by_next:
+        async with db.transaction() as tx:
+            tx.defer("INSERT INTO items (name, qty) VALUES ($1, $2)", ["b", -1])  # check fails
+            await tx.execute("INSERT INTO items (name, qty) VALUES ($1, $2)", ["c", 1])
+    assert raised_by_next.value.kind is DbErrorKind.CHECK
+    assert await db.scalar("SELECT count(*) FROM items") == 0
+
+
+async def test_a_block_that_rolls_back_never_runs_what_it_deferred(db: DbTool) -> None:
+    await make_items(db)
+    async with db.transaction() as tx:
+        tx.defer("INSERT INTO items (name, qty) VALUES ($1, $2)", ["kept", 1])
+        with pytest.raises(RuntimeError):
+            async with tx.transaction():
+                tx.defer("INSERT INTO items (name, qty) VALUES ($1, $2)", ["dropped", 1])
+                raise RuntimeError("roll this block back")
+    assert await names(db) == ["kept"]
+
+
+async def test_defer_outside_a_block_is_misuse(db: DbTool) -> None:
+    await make_items(db)
+    with pytest.raises(DatabaseError) as caught:
+        db.defer("INSERT INTO items (name, qty) VALUES ($1, $2)", ["a", 1])
+    assert caught.value.kind is DbErrorKind.MISUSE
+    with pytest.raises(DatabaseError) as wrong:
+        async with db.transaction() as tx:
+            tx.defer("INSERT INTO items (name, qty) VALUES ($1)", ["a", 1])  # placeholder mismatch
+    assert wrong.value.kind is DbErrorKind.PARAMETERS
+    assert await db.scalar("SELECT count(*) FROM items") == 0

@@ -203,3 +203,65 @@ async def test_lag_names_every_group_with_what_it_has_yet_to_finish(bus: EventBu
             break
         await asyncio.sleep(0.01)
     assert lag["job.run"]["workers"] == {**lag["job.run"]["workers"], "pending": 0, "unread": 0}
+
+
+async def test_a_waiting_subscriber_holds_up_neither_others_nor_later_events(bus: EventBusTool) -> None:
+    """Subscribers that finish at once and one that waits, over many events: each gets every
+    event in publish order, the waiting one keeps its own task for the whole delivery (an
+    ``asyncio.timeout`` it enters bounds that task), and the others finish without it."""
+    release = asyncio.Event()
+    quick: list[int] = []
+    slow_started: list[int] = []
+    slow_done: list[int] = []
+    tasks: list[tuple[asyncio.Task[Any] | None, asyncio.Task[Any] | None]] = []
+
+    async def fast(event: Event) -> None:
+        quick.append(event.payload["n"])
+
+    async def slow(event: Event) -> None:
+        before = asyncio.current_task()
+        slow_started.append(event.payload["n"])
+        async with asyncio.timeout(5):
+            await release.wait()
+        tasks.append((before, asyncio.current_task()))
+        slow_done.append(event.payload["n"])
+
+    await bus.subscribe("tick", fast, group="fast")
+    await bus.subscribe("tick", slow, group="slow")
+    for n in range(20):
+        await bus.publish("tick", {"n": n})
+    await until(lambda: len(quick) == 20 and len(slow_started) >= 1)
+    assert quick == list(range(20))
+    assert slow_done == []
+    release.set()
+    await until(lambda: len(slow_done) == 20, within=10)
+    assert sorted(slow_started) == list(range(20))
+    assert all(before is not None and before is after for before, after in tasks)
+    assert len({id(before) for before, _ in tasks}) == 20  # each delivery had a task of its own
+
+
+async def test_subscribers_publishing_in_turn_do_not_starve_the_loop(bus: EventBusTool) -> None:
+    """A chain of events, each published by the subscriber of the one before: other work on
+    the loop still runs while it goes on."""
+    hops: list[int] = []
+    ticks = 0
+    stop = asyncio.Event()
+
+    async def relay(event: Event) -> None:
+        hops.append(event.payload["n"])
+        if not stop.is_set():
+            await bus.publish("relay", {"n": event.payload["n"] + 1})
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while not stop.is_set():
+            ticks += 1
+            await asyncio.sleep(0)
+
+    await bus.subscribe("relay", relay, group="relay")
+    other = asyncio.create_task(ticker())
+    await bus.publish("relay", {"n": 0})
+    await until(lambda: len(hops) >= 50 and ticks >= 50, within=10)
+    stop.set()
+    await other
+    assert hops[:50] == list(range(50))

@@ -182,6 +182,32 @@ async def test_an_entry_appended_twice_runs_once_per_group_unless_opted_out(
     assert await pending(raw, redis_env[1], "order.paid", "billing") == 0
 
 
+async def test_duplicates_and_new_events_read_together_are_told_apart(
+    start_bus: StartBus, raw: Any, redis_env: tuple[str, str]
+) -> None:
+    """One read of several entries looks their marks up together: only the new one runs."""
+    stream = f"{redis_env[1]}stream:order.paid"
+    consumer = await start_bus()
+    seen = Recorder()
+    await consumer.subscribe("order.paid", seen.handler("billing"), group="billing")
+    publisher = await start_bus()
+    first = await publisher.publish("order.paid", {"order": 1})
+    second = await publisher.publish("order.paid", {"order": 2})
+    await until(lambda: consumer.stats()["broker"]["delivered"] == 2)
+    [(_, one), (_, two)] = await raw.xrange(stream)
+    fresh = {**two, "id": f"{second}-fresh", "payload": '{"order": 3}'}
+    pipe = raw.pipeline(transaction=True)  # appended at once, so read in one XREADGROUP
+    for fields in (one, fresh, two):
+        pipe.xadd(stream, fields)
+    await pipe.execute()
+    counters = consumer.stats
+    await until(lambda: counters()["broker"]["duplicates_skipped"] + counters()["broker"]["delivered"] == 5)
+    assert counters()["broker"]["duplicates_skipped"] == 2
+    assert sorted(e.payload["order"] for e in seen.of("billing")) == [1, 2, 3]
+    assert [e.id for e in seen.of("billing") if e.id == first] == [first]
+    assert await pending(raw, redis_env[1], "order.paid", "billing") == 0
+
+
 # -- dead letters: replay to the group alone, discard -----------------------------------------------
 
 
