@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Installs the headless browser the dashboard's end-to-end tests drive: Debian's Chromium and its
-# ChromeDriver (/usr/bin/chromium, /usr/bin/chromedriver). The Playwright package (a dev extra)
-# only drives it and never downloads a browser of its own.
+# What `make browser` runs (`make test` never does). Installs the headless browser the dashboard's
+# end-to-end tests drive: Debian's Chromium and its ChromeDriver (/usr/bin/chromium,
+# /usr/bin/chromedriver). The Playwright package (a dev extra) only drives it and never downloads
+# a browser of its own.
 #
 # Does nothing when Chromium is already there. Installs only when it can: running as root with
 # apt-get available; otherwise it says why and exits 0, and the browser tests skip with that
@@ -12,7 +13,7 @@ if command -v chromium >/dev/null 2>&1 || [ -x /usr/bin/chromium ]; then
     exit 0
 fi
 if [ "$(id -u)" -ne 0 ]; then
-    echo "install_browser: Chromium is missing; run as root (or: sudo apt-get install chromium chromium-driver)" >&2
+    echo "install_browser: Chromium is missing; run as root (sudo make browser, or: sudo apt-get install chromium chromium-driver)" >&2
     exit 0
 fi
 if ! command -v apt-get >/dev/null 2>&1; then

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import service_unavailable
-from tests.domains.dashboard.dashboard_kit import CHROMIUM_FLAGS, SERVICE_ENV, chromium_path
+from tests.domains.dashboard.dashboard_kit import CHROMIUM_FLAGS, SERVICE_ENV, chromium_path, require_browser
 
 
 @pytest.fixture(autouse=True)
@@ -21,9 +21,7 @@ def clean_service_env(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture
 async def browser(tmp_path: Path) -> AsyncIterator[Any]:
     """A Playwright browser context on Debian's Chromium, with a fresh profile directory."""
-    executable = chromium_path()
-    if executable is None:
-        service_unavailable("Chromium is not installed (scripts/install_browser.sh installs it)")
+    executable = require_browser(chromium_path())
     try:
         from playwright.async_api import async_playwright
     except ImportError:

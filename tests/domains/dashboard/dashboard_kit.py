@@ -1,9 +1,10 @@
 """What the dashboard's tests share: a project root with the dashboard, test plugins, and Debian's
 Chromium driven by Playwright.
 
-The browser is the system's ``/usr/bin/chromium`` (``scripts/install_browser.sh`` installs it); the
-Playwright package only drives it and never downloads a browser of its own. Where either is
-missing the browser tests are skipped with the reason, or fail when ``REQUIRE_SERVICES=1``.
+The browser is the system's ``/usr/bin/chromium`` (``make browser`` installs it; ``make test`` never
+does, since that means apt-get as root); the Playwright package only drives it and never downloads
+a browser of its own. Where either is missing the browser tests are skipped with the reason and
+what to run (:func:`require_browser`), or fail when ``REQUIRE_SERVICES=1``.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from tests.conftest import service_unavailable
 from tests.kit import PROJECT, make_root, write
 
 ARTIFACTS = PROJECT / "test-artifacts"
@@ -109,6 +111,18 @@ def chromium_path() -> str | None:
     if found:
         return found
     return "/usr/bin/chromium" if os.access("/usr/bin/chromium", os.X_OK) else None
+
+
+MISSING_BROWSER = "Chromium is not installed; run: make browser"
+
+
+def require_browser(executable: str | None) -> str:
+    """``executable`` (what :func:`chromium_path` found), or skip the test saying how to get the
+    browser (fail instead under ``REQUIRE_SERVICES=1``, as CI wants)."""
+    if executable is None:
+        service_unavailable(MISSING_BROWSER)
+        raise AssertionError("unreachable: service_unavailable skips or fails")
+    return executable
 
 
 def dashboard_root(tmp_path: Path, *, name: str = "root") -> Path:

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import service_unavailable
-from tests.domains.dashboard.dashboard_kit import CHROMIUM_FLAGS, chromium_path
+from tests.domains.dashboard.dashboard_kit import CHROMIUM_FLAGS, chromium_path, require_browser
 from tests.kit import until
 from tests.tools.http.http_kit import client, make_http, running
 from tools.http.docs import static_folder
@@ -50,9 +50,7 @@ async def test_the_pages_and_their_assets_come_from_this_service(monkeypatch: py
 async def test_swagger_ui_and_redoc_render_with_no_network(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    executable = chromium_path()
-    if executable is None:
-        service_unavailable("Chromium is not installed (scripts/install_browser.sh installs it)")
+    executable = require_browser(chromium_path())
     try:
         from playwright.async_api import async_playwright
     except ImportError:
