@@ -10,6 +10,7 @@ The contract every plugin can rely on, whichever engine runs underneath::
     await db.executemany("INSERT INTO tags (name) VALUES ($1)", [["a"], ["b"]])         # atomic
     async with db.transaction():      # nested blocks are SAVEPOINTs
         await db.execute(...)         # calls from this task join the block
+        db.defer("INSERT ...", [1])   # runs with the block's next statement or its end (one hop)
 
     async def move(tx):               # a read-modify-write, run again on a serialization conflict
         n = await tx.scalar("SELECT n FROM counters WHERE id = $1", [1])
