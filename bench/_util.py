@@ -74,3 +74,8 @@ def start_server(
             time.sleep(0.05)  # polling a server that is still booting, with a deadline
     process.kill()
     raise RuntimeError(f"{script.name} did not answer on port {port} within {limit:g} s")
+
+
+def emit_ratio(name: str, value: float, floor_name: str, goal: str) -> None:
+    """A ratio line that names the floor it was measured against (in the same run) and the goal."""
+    print(f"{name}: {value:.4g} x (floor: {floor_name}; goal: {goal})", flush=True)
