@@ -17,12 +17,25 @@ class Recorder:
         self.gate = asyncio.Event()
         self.gate.set()
         self.waiting = asyncio.Event()
+        self.sent = asyncio.Event()
 
     async def __call__(self, message: dict[str, Any]) -> None:
         if not self.gate.is_set():
             self.waiting.set()
             await self.gate.wait()
         self.bodies.append(message["body"])
+        self.sent.set()
+
+
+class Watched(ClientWriter):
+    """A writer that says when its buffer reached its limit."""
+
+    full = asyncio.Event()
+
+    def offer(self, chunk: bytes) -> None:
+        super().offer(chunk)
+        if not self.room.is_set():
+            self.full.set()
 
 
 async def test_queued_events_go_out_in_one_send() -> None:
@@ -48,7 +61,8 @@ async def test_a_client_gone_gets_nothing_more_and_closing_sends_what_is_buffere
 
 async def test_a_slow_client_holds_bounded_memory_and_loses_no_event() -> None:
     send = Recorder()
-    writer = ClientWriter(send, heartbeat=60, flush=0, limit=8)
+    writer = Watched(send, heartbeat=60, flush=0, limit=8)
+    writer.full = asyncio.Event()
     events = [f"e{n}".encode() for n in range(40)]
     sizes: list[int] = []
 
@@ -62,8 +76,7 @@ async def test_a_slow_client_holds_bounded_memory_and_loses_no_event() -> None:
     running = asyncio.create_task(writer.run())
     async with asyncio.timeout(5):
         await send.waiting.wait()
-        while writer.room.is_set():  # the puller fills the buffer up to its limit, then waits
-            await asyncio.sleep(0)
+        await writer.full.wait()  # the puller filled the buffer up to its limit, and waits
     assert writer.size <= 8 + 3  # the limit plus at most one event
     send.gate.set()
     async with asyncio.timeout(5):
@@ -94,7 +107,8 @@ async def test_an_idle_writer_sends_heartbeats_until_stopped() -> None:
     running = asyncio.create_task(writer.run())
     async with asyncio.timeout(5):
         while len(send.bodies) < 2:
-            await asyncio.sleep(0.005)  # polling the recorder with a deadline
+            send.sent.clear()
+            await send.sent.wait()
     writer.stop(GONE)
     await running
     assert set(send.bodies) == {b": keep-alive\n\n"}
