@@ -236,12 +236,12 @@ async def _pump(
     for closer in closers:
         closer.attach()
     closing = [loop.create_task(closer.event.wait()) for closer in closers]
-    for task in closing:
-        task.add_done_callback(lambda _: writer.stop(CLOSED))
+    for watcher in closing:
+        watcher.add_done_callback(lambda _: writer.stop(CLOSED))
     try:
         await writer.run()
     finally:
-        helpers = (puller, disconnected, *closing)
+        helpers: tuple[asyncio.Task[Any], ...] = (puller, disconnected, *closing)
         for task in helpers:
             task.cancel()
         await asyncio.wait(helpers)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, MutableMapping
 from typing import Any
 
 from tools.http.sse_writer import CLOSED, ENDED, GONE, ClientWriter, pull
@@ -19,7 +19,7 @@ class Recorder:
         self.waiting = asyncio.Event()
         self.sent = asyncio.Event()
 
-    async def __call__(self, message: dict[str, Any]) -> None:
+    async def __call__(self, message: MutableMapping[str, Any]) -> None:
         if not self.gate.is_set():
             self.waiting.set()
             await self.gate.wait()
