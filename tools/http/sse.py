@@ -78,6 +78,34 @@ def format_event(item: Mapping[str, Any]) -> bytes:
     return ("\n".join(lines) + "\n\n").encode()
 
 
+class SharedEncoder:
+    """``format_event`` that encodes an event object once however many clients stream it.
+
+    A fan-out (the log stream) hands the same dict to every client; the bytes of the last
+    ``size`` distinct objects are kept, keyed by identity and holding the object so its id is not
+    reused while kept. An event must not be changed after it was yielded.
+    """
+
+    def __init__(self, size: int = 4096) -> None:
+        self.size = size
+        self.kept: dict[int, tuple[Any, bytes]] = {}
+
+    def __call__(self, item: Any) -> bytes:
+        key = id(item)
+        found = self.kept.get(key)
+        if found is not None and found[0] is item:
+            return found[1]
+        chunk = format_event(item)
+        kept = self.kept
+        if len(kept) >= self.size:
+            del kept[next(iter(kept))]
+        kept[key] = (item, chunk)
+        return chunk
+
+
+shared_encoder = SharedEncoder()
+
+
 async def _wait_for_disconnect(receive: Receive) -> None:
     while (await receive())["type"] != "http.disconnect":
         pass
@@ -230,7 +258,7 @@ async def _pump(
         _, body, _ = problem_for(exc, request_id, where)
         return format_event({"event": "error", "data": body.decode()})
 
-    puller = loop.create_task(pull(iterator, writer, format_event, on_error))
+    puller = loop.create_task(pull(iterator, writer, shared_encoder, on_error))
     disconnected = loop.create_task(_wait_for_disconnect(receive))
     disconnected.add_done_callback(lambda _: writer.stop(GONE))
     for closer in closers:
