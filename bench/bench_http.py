@@ -27,7 +27,7 @@ from pathlib import Path
 PROJECT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(PROJECT))
 
-from bench._util import ensure_wrk, free_port, start_server  # noqa: E402
+from bench._util import emit_ratio, ensure_wrk, free_port, start_server  # noqa: E402
 
 PAIRS = 4
 DURATION = "3s"
@@ -205,6 +205,13 @@ def main() -> int:
         print(f"http_keel_unbounded_p99: {p99['keel_unbounded']:.2f} ms")
         print(f"http_bare_p99: {p99['bare']:.2f} ms")
         print(f"http_asgi_p99: {p99['asgi']:.2f} ms")
+        # Both baselines, as req/s and as server CPU per request (the steadier of the two here).
+        emit_ratio("http_keel_vs_asgi_rps", rps["keel"] / rps["asgi"], "raw ASGI app, same uvicorn", ">= 0.7")
+        emit_ratio("http_keel_vs_asgi_cpu", cpu["asgi"] / cpu["keel"], "raw ASGI app, CPU/request", ">= 0.7")
+        emit_ratio("http_keel_vs_fastapi_rps", rps["keel"] / rps["bare"], "plain FastAPI route", ">= 1.0")
+        emit_ratio(
+            "http_keel_vs_fastapi_cpu", cpu["bare"] / cpu["keel"], "plain FastAPI, CPU/request", ">= 1.0"
+        )
     return 0
 
 

@@ -27,6 +27,7 @@ an endpoint in ``auth.py``. In short:
 Configuration (read in ``setup``): ``HOST`` (127.0.0.1), ``PORT`` (8000; 0 picks a free port, and
 the ``serving on http://host:port`` log line says which), ``SHUTDOWN_GRACE_SECONDS`` (10: how long
 in-flight requests may take to finish after SIGTERM), ``SSE_HEARTBEAT_SECONDS`` (15),
+``SSE_FLUSH_SECONDS`` (0.01: how long an event stream gathers events into one write),
 ``HTTP_ACCESS_LOG`` (off), ``HTTP_MAX_BODY_BYTES`` (1 MiB; larger bodies are a 413), and the
 bounds on what a client controls (head size, field count, target length, slow heads and bodies,
 idle keep-alive, connections in all and per client, event streams per client) and which proxies'
@@ -77,7 +78,7 @@ from .route_metrics import RouteMetrics
 from .route_order import check_owner, ordered, shadowing
 from .routes import KeelRoute
 from .server import HTTP_PROTOCOL, CutOffAnswer, KeelServer, bind_socket, is_loopback, url_of
-from .sse import Closer, StreamTracker, make_sse_app
+from .sse import DEFAULT_FLUSH_SECONDS, Closer, StreamTracker, make_sse_app
 
 try:
     import uvloop
@@ -125,6 +126,7 @@ class HttpTool(BaseTool):
         self.port = 8000
         self.grace = 10.0
         self.heartbeat = 15.0
+        self.sse_flush = DEFAULT_FLUSH_SECONDS
         self.access_log = False
         self.max_body = DEFAULT_MAX_BODY
         self.bounds = Bounds()
@@ -150,6 +152,9 @@ class HttpTool(BaseTool):
         self.heartbeat = env_float("SSE_HEARTBEAT_SECONDS", 15.0)
         if self.heartbeat <= 0:
             raise ValueError("SSE_HEARTBEAT_SECONDS must be positive")
+        self.sse_flush = env_float("SSE_FLUSH_SECONDS", DEFAULT_FLUSH_SECONDS)
+        if self.sse_flush < 0:
+            raise ValueError("SSE_FLUSH_SECONDS must not be negative")
         self.access_log = env_flag("HTTP_ACCESS_LOG")
         raw_max = os.environ.get("HTTP_MAX_BODY_BYTES", "").strip()
         if raw_max:
@@ -210,7 +215,15 @@ class HttpTool(BaseTool):
             self._spec(path, "GET", stream, tags, auth, sse=True), query_model=query_model
         )
         closer = Closer()
-        app = make_sse_app(spec, self._gate, self.max_body, self._streams, closer, lambda: self.heartbeat)
+        app = make_sse_app(
+            spec,
+            self._gate,
+            self.max_body,
+            self._streams,
+            closer,
+            lambda: self.heartbeat,
+            lambda: self.sse_flush,
+        )
         self._register(KeelRoute(spec, app, closer))
 
     def add_page(

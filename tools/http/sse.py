@@ -40,13 +40,15 @@ from .auth import AuthGate
 from .endpoint import EndpointSpec, make_request_reader
 from .envelope import problem_for
 from .request_id import REQUEST_ID_KEY, new_request_id
+from .sse_writer import CLOSED, GONE, ClientWriter, pull
+from .sse_writer import HEARTBEAT as HEARTBEAT
 
 SSE_HEADERS = [
     (b"content-type", b"text/event-stream; charset=utf-8"),
     (b"cache-control", b"no-cache"),
     (b"x-accel-buffering", b"no"),
 ]
-HEARTBEAT = b": keep-alive\n\n"
+DEFAULT_FLUSH_SECONDS = 0.01
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 
@@ -74,6 +76,34 @@ def format_event(item: Mapping[str, Any]) -> bytes:
     text = data if isinstance(data, str) else to_json(data).decode()
     lines.extend(f"data: {line}" for line in _LINE_BREAK.split(text))
     return ("\n".join(lines) + "\n\n").encode()
+
+
+class SharedEncoder:
+    """``format_event`` that encodes an event object once however many clients stream it.
+
+    A fan-out (the log stream) hands the same dict to every client; the bytes of the last
+    ``size`` distinct objects are kept, keyed by identity and holding the object so its id is not
+    reused while kept. An event must not be changed after it was yielded.
+    """
+
+    def __init__(self, size: int = 4096) -> None:
+        self.size = size
+        self.kept: dict[int, tuple[Any, bytes]] = {}
+
+    def __call__(self, item: Any) -> bytes:
+        key = id(item)
+        found = self.kept.get(key)
+        if found is not None and found[0] is item:
+            return found[1]
+        chunk = format_event(item)
+        kept = self.kept
+        if len(kept) >= self.size:
+            del kept[next(iter(kept))]
+        kept[key] = (item, chunk)
+        return chunk
+
+
+shared_encoder = SharedEncoder()
 
 
 async def _wait_for_disconnect(receive: Receive) -> None:
@@ -160,6 +190,7 @@ def make_sse_app(
     tracker: StreamTracker,
     route_closer: Closer,
     heartbeat: Callable[[], float],
+    flush: Callable[[], float] = lambda: DEFAULT_FLUSH_SECONDS,
 ) -> ASGIApp:
     """The ASGI callable of one event-stream route; ``route_closer`` ends its streams when it is removed."""
     read = make_request_reader(spec, gate, max_body)
@@ -199,7 +230,7 @@ def make_sse_app(
             tracker.open += 1
             try:
                 closers = (tracker.closing, route_closer)
-                await _pump(iterator, receive, send, closers, heartbeat(), request_id, where)
+                await _pump(iterator, receive, send, closers, heartbeat(), request_id, where, flush())
             finally:
                 tracker.open -= 1
         finally:
@@ -217,40 +248,28 @@ async def _pump(
     heartbeat: float,
     request_id: str,
     where: str,
+    flush: float = DEFAULT_FLUSH_SECONDS,
 ) -> None:
+    """Stream ``iterator`` through one :class:`ClientWriter` (see ``sse_writer.py``)."""
     loop = asyncio.get_running_loop()
+    writer = ClientWriter(send, heartbeat, flush)
+
+    def on_error(exc: Exception) -> bytes:
+        _, body, _ = problem_for(exc, request_id, where)
+        return format_event({"event": "error", "data": body.decode()})
+
+    puller = loop.create_task(pull(iterator, writer, shared_encoder, on_error))
     disconnected = loop.create_task(_wait_for_disconnect(receive))
+    disconnected.add_done_callback(lambda _: writer.stop(GONE))
     for closer in closers:
         closer.attach()
     closing = [loop.create_task(closer.event.wait()) for closer in closers]
-    next_item: asyncio.Future[Any] = asyncio.ensure_future(anext(iterator))
-    client_gone = False
+    for watcher in closing:
+        watcher.add_done_callback(lambda _: writer.stop(CLOSED))
     try:
-        while True:
-            done, _ = await asyncio.wait(
-                (next_item, disconnected, *closing), timeout=heartbeat, return_when=asyncio.FIRST_COMPLETED
-            )
-            if disconnected in done:
-                client_gone = True
-                return
-            if any(task in done for task in closing):
-                return
-            if not done:
-                await send({"type": "http.response.body", "body": HEARTBEAT, "more_body": True})
-                continue
-            try:
-                chunk = format_event(next_item.result())
-            except StopAsyncIteration:
-                return
-            except Exception as exc:
-                _, body, _ = problem_for(exc, request_id, where)
-                chunk = format_event({"event": "error", "data": body.decode()})
-                await send({"type": "http.response.body", "body": chunk, "more_body": True})
-                return
-            await send({"type": "http.response.body", "body": chunk, "more_body": True})
-            next_item = asyncio.ensure_future(anext(iterator))
+        await writer.run()
     finally:
-        helpers = (next_item, disconnected, *closing)
+        helpers: tuple[asyncio.Task[Any], ...] = (puller, disconnected, *closing)
         for task in helpers:
             task.cancel()
         await asyncio.wait(helpers)
@@ -263,5 +282,5 @@ async def _pump(
                 await aclose()
             except Exception as exc:
                 problem_for(exc, request_id, f"{where} closing")
-        if not client_gone:
+        if writer.stopped != GONE:
             await send({"type": "http.response.body", "body": b"", "more_body": False})

@@ -127,8 +127,13 @@ class LogBroadcast:
 
 
 def as_event(entry: dict[str, Any]) -> dict[str, Any]:
-    data = {key: value for key, value in entry.items() if key != "levelno"}
-    return {"id": str(entry["id"]), "data": data}
+    """The line's event, built once and shared by every client (the SSE writer then encodes a
+    shared event once for all of them); it must not be changed once built."""
+    event = entry.get("_event")
+    if event is None:
+        data = {key: value for key, value in entry.items() if key not in ("levelno", "_event")}
+        event = entry["_event"] = {"id": str(entry["id"]), "data": data}
+    return event
 
 
 def dropped_event(count: int) -> dict[str, Any]:
