@@ -192,7 +192,7 @@ from typing import Any
 from core import BasePlugin
 from core.agents import Agent, ReActCognition
 from core.contracts.types import ToolSchema
-from domains.agents.runs.catalog import catalog_for
+from core.runs import catalog_for
 
 
 class Now:
@@ -360,8 +360,9 @@ def sections(error_table: list[str], event_fields: list[str]) -> list[str]:
         "",
         "An agent is a `core.agents.Agent` (a name, a model, a cognition such as `ReActCognition` with",
         "its tools, a system prompt) that a plugin **declares** in the kernel's agent catalog. The one",
-        "place to declare from today is `domains.agents.runs.catalog.catalog_for(container)`, from a",
-        "plugin of the `agents` domain. The runs API then serves it: `POST /agents/clock/runs",
+        "public way to declare one is `from core.runs import catalog_for`, then",
+        "`catalog_for(container).declare(agent, llm=llm)` in a plugin. The runs API serves it:",
+        "`POST /agents/clock/runs",
         '{"input": "What time is it?"}` answers 202 with the run id; `GET /agents/runs/{id}` gives its',
         "status and output, `GET /agents/runs/{id}/events` streams its steps.",
         "",
