@@ -1,4 +1,7 @@
-"""``keel run [--reload]``: boot the project and serve it until SIGINT/SIGTERM (today's ``python main.py``)."""
+"""``keel run [--reload]``: boot the project and serve it until SIGINT/SIGTERM.
+
+This is today's ``python main.py``.
+"""
 
 from __future__ import annotations
 

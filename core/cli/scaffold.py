@@ -34,9 +34,13 @@ def register(commands: Any) -> None:
         description="Write a new file that boots as written, with its test in the mirrored tests/ tree.",
     )
     kinds = parser.add_subparsers(dest="kind", required=True, metavar="KIND")
-    domain = kinds.add_parser("domain", help="a domain with one plugin", description="domains/NAME/plugins/index.py")
+    domain = kinds.add_parser(
+        "domain", help="a domain with one plugin", description="domains/NAME/plugins/index.py"
+    )
     domain.add_argument("name", help="the domain (its routes live under /NAME)")
-    plugin = kinds.add_parser("plugin", help="a plugin in a domain", description="domains/DOMAIN/plugins/NAME.py")
+    plugin = kinds.add_parser(
+        "plugin", help="a plugin in a domain", description="domains/DOMAIN/plugins/NAME.py"
+    )
     plugin.add_argument("domain", help="an existing domain")
     plugin.add_argument("name", help="the plugin file's name")
     tool = kinds.add_parser("tool", help="a tool", description="tools/NAME/NAME_tool.py")
@@ -54,9 +58,7 @@ def handle(args: argparse.Namespace) -> int:
     files = plan(root, args.kind, vars(args))
     taken = [path for path in files if path.exists()]
     if taken:
-        raise CommandError(
-            "refusing to overwrite " + ", ".join(str(p.relative_to(root)) for p in taken)
-        )
+        raise CommandError("refusing to overwrite " + ", ".join(str(p.relative_to(root)) for p in taken))
     for path, text in files.items():
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
@@ -69,7 +71,9 @@ def plan(root: Path, kind: str, values: dict[str, Any]) -> dict[Path, str]:
     if kind == "domain":
         name = _checked("domain", values["name"])
         if (root / "domains" / name).exists():
-            raise CommandError(f"the domain {name!r} already exists (add a plugin: keel new plugin {name} NAME)")
+            raise CommandError(
+                f"the domain {name!r} already exists (add a plugin: keel new plugin {name} NAME)"
+            )
         return _plugin_files(root, name, "index", f"/{name}", f"{_camel(name)}Index")
     if kind == "plugin":
         domain = _checked("domain", values["domain"])
@@ -102,7 +106,9 @@ def plan(root: Path, kind: str, values: dict[str, Any]) -> dict[Path, str]:
         context = {"domain": domain, "file": file_name, "table": table, "name": name}
         return {
             directory / file_name: _fill(MIGRATION, context) + body,
-            root / "tests" / "migrations" / domain / f"test_{file_name[:-4]}.py": _fill(MIGRATION_TEST, context),
+            root / "tests" / "migrations" / domain / f"test_{file_name[:-4]}.py": _fill(
+                MIGRATION_TEST, context
+            ),
         }
     raise CommandError(f"unknown kind {kind!r}")
 
@@ -230,11 +236,11 @@ async def test_greet_uses_the_configured_greeting(monkeypatch: pytest.MonkeyPatc
         assert await tool.greet("ada") == "hi, ada"
 '''
 
-MIGRATION = '''
+MIGRATION = """
 -- ${domain}/${file} (written by keel new). Applied once, in its own transaction, at boot
 -- or by `keel migrate`; never edit it once applied: add a new migration instead.
 -- Another file first? Add a line: -- depends: other_domain/001_name.sql
-'''
+"""
 
 MIGRATION_TEST = '''
 """``${domain}/${file}`` applies on a fresh SQLite database."""

@@ -17,7 +17,9 @@ def register(commands: Any) -> None:
     parser = commands.add_parser(
         "users",
         help="create an account (--admin) or print a bearer token for one",
-        description="Account commands of the users domain: `users create NAME [--admin]`, `users token NAME`.",
+        description=(
+            "Account commands of the users domain: `users create NAME [--admin]`, `users token NAME`."
+        ),
         add_help=False,
     )
     parser.add_argument("arguments", nargs=argparse.REMAINDER, help="create | token, and their arguments")

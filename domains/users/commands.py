@@ -90,9 +90,13 @@ async def issue_token(username: str, *, minutes: int | None = None, root: Path |
         _require_tools(kernel)
         db: Any = kernel.container.get("db")
         auth: Any = kernel.container.get("auth")
-        row = await db.query_one("SELECT id, username, roles FROM users WHERE username = $1", [username.lower()])
+        row = await db.query_one(
+            "SELECT id, username, roles FROM users WHERE username = $1", [username.lower()]
+        )
         if row is None:
-            raise CommandError(f"there is no account {username.lower()!r}; create it with `keel users create`")
+            raise CommandError(
+                f"there is no account {username.lower()!r}; create it with `keel users create`"
+            )
         lifetime = timedelta(minutes=minutes) if minutes is not None else None
         token: str = auth.create_token(
             row["id"], {"username": row["username"], "roles": str(row["roles"]).split()}, lifetime

@@ -57,7 +57,8 @@ async def migration_report(project_root: Path) -> dict[str, Any]:
         error = f"applied migration(s) changed on disk: {', '.join(changed)} (add a new migration instead)"
     plan: list[str] = []
     try:
-        pending: list[Migration] = [m for m in order(migrations, applied=recorded.keys()) if m.name not in recorded]
+        ordered = order(migrations, applied=recorded.keys())
+        pending: list[Migration] = [m for m in ordered if m.name not in recorded]
         plan = [m.name for m in pending]
     except MigrationError as exc:
         error = str(exc)
