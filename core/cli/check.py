@@ -46,7 +46,8 @@ def handle(args: argparse.Namespace) -> int:
     root = project_root(args)
     files = explicit_files(args.paths) if args.paths else plugin_files(root)
     load_environment(root)
-    findings = check_files(root, files, gather(root))
+    facts, findings = gather(root)
+    findings += check_files(root, files, facts)
     for finding in findings:
         print(finding)
     count = f"{len(files)} file{'s' if len(files) != 1 else ''}"

@@ -4,21 +4,27 @@
 own discovery (``Kernel._tool_classes``, the pass that picks the event loop, which constructs
 nothing and sets nothing up), and each class gives its ``name`` and which of its public methods are
 coroutine functions (the same members ``core.tool_ports`` declares ``async``, a match
-``tests/core/test_tool_ports.py`` holds every tool to). A tool file that fails to import is left
-out here; boot reports it. The ``/system`` rule is read from the http tool's own ``route_order``.
+``tests/core/test_tool_ports.py`` holds every tool to). A tool file that fails to import is a
+finding of its own, or every plugin asking for its tool would be told, wrongly, that no such tool
+exists. The ``/system`` rule is read from the http tool's own ``route_order``.
 """
 
 from __future__ import annotations
 
 import inspect
+import os
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from core.cli.checks.findings import Facts
+from core.cli.checks.findings import Facts, Finding
 from core.cli.project import tool_module
+from core.loader import import_file, module_name
 
 
-def gather(root: Path) -> Facts:
+def gather(root: Path) -> tuple[Facts, list[Finding]]:
+    """The facts, and a finding for each tool file that does not import."""
     from core.kernel import RESERVED_PARAMETERS, Kernel
 
     tools: dict[str, type[Any]] = {}
@@ -31,12 +37,40 @@ def gather(root: Path) -> Facts:
         route_order = tool_module(root, "http", "route_order")
         system_domains = frozenset(route_order.system_domains())
         system_prefix = str(route_order.SYSTEM_PREFIX)
-    return Facts(
+    facts = Facts(
         parameters=frozenset(tools) | RESERVED_PARAMETERS,
         coroutines={name: coroutine_methods(cls) for name, cls in tools.items()},
         system_domains=system_domains,
         system_prefix=system_prefix,
     )
+    return facts, list(_import_failures(root))
+
+
+def _import_failures(root: Path) -> Iterator[Finding]:
+    """Tool files the discovery above could not import (it skips them silently: boot reports them)."""
+    for path in _tool_files(root / "tools"):
+        module = sys.modules.get(module_name(root, path))
+        if module is not None and getattr(module, "__file__", None) == str(path):
+            continue
+        try:
+            import_file(root, path)
+        except Exception as exc:
+            line = exc.lineno or 1 if isinstance(exc, SyntaxError) else 1
+            shown = os.path.relpath(path, root)
+            yield Finding(shown, line, f"this tool file does not import ({type(exc).__name__}: {exc})")
+
+
+def _tool_files(directory: Path) -> Iterator[Path]:
+    """``*.py`` below ``directory`` but tests and caches, following linked folders as discovery does."""
+    seen: set[str] = set()
+    for folder, subfolders, files in os.walk(directory, followlinks=True):
+        real = os.path.realpath(folder)
+        if real in seen:
+            subfolders[:] = []
+            continue
+        seen.add(real)
+        subfolders[:] = [d for d in subfolders if d != "__pycache__"]
+        yield from (Path(folder, f) for f in files if f.endswith(".py") and not f.startswith("test_"))
 
 
 def coroutine_methods(cls: type[Any]) -> frozenset[str]:

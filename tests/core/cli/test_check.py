@@ -176,6 +176,17 @@ def test_a_path_on_the_command_line_is_checked_instead(tmp_path: Path) -> None:
     assert missing.returncode == 1 and "keel check: nowhere.py: no such file or folder" in missing.stderr
 
 
+def test_a_tool_file_that_does_not_import_is_reported_itself(tmp_path: Path) -> None:
+    root = project(tmp_path, CLEAN)
+    write(root, "tools/mailer/mailer_tool.py", "import keel_no_such_module\n")
+    result = keel(root, "check")
+    assert result.returncode == 1
+    assert result.stdout.splitlines() == [
+        "tools/mailer/mailer_tool.py:1: this tool file does not import "
+        "(ModuleNotFoundError: No module named 'keel_no_such_module')"
+    ]
+
+
 def test_a_scaffolded_domain_passes(tmp_path: Path) -> None:
     root = make_root(tmp_path, tools=TOOLS)
     assert keel(root, "new", "domain", "notes").returncode == 0
