@@ -5,7 +5,8 @@ and folders named on the command line is parsed, never imported or run, and chec
 would report late or never (:mod:`core.cli.checks`): ``__init__`` parameters that name no tool, tool
 coroutines called without ``await``, imports of another domain or of a tool, routes outside the
 domain's prefix. Only the tools are imported, to learn their names and coroutine methods
-(:mod:`core.cli.checks.facts`). Exit 1 when anything is found, else 0 with a one-line summary.
+(:mod:`core.cli.checks.facts`), and a tool file that does not import is reported too. Exit 1 when
+anything is found (the findings on stdout, a count on stderr), else 0 with a one-line summary.
 """
 
 from __future__ import annotations
