@@ -24,11 +24,16 @@ Function = ast.FunctionDef | ast.AsyncFunctionDef
 
 def check(tree: ast.Module, where: PluginFile, facts: Facts) -> list[Finding]:
     found: list[Finding] = []
+    inits: dict[str, Function] = {}  # a plugin class of the file -> the __init__ it runs
     for cls in plugin_classes(tree):
-        init = _method(cls, "__init__")
+        own = _method(cls, "__init__")
+        inherited = (inits.get(_base_name(base) or "") for base in cls.bases)
+        init = own or next((i for i in inherited if i is not None), None)
         if init is None:
             continue
-        found.extend(_unknown_parameters(init, where, facts))
+        inits[cls.name] = init
+        if own is not None:
+            found.extend(_unknown_parameters(own, where, facts))
         found.extend(_unawaited(cls, init, where, facts))
     return found
 

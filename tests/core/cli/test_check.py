@@ -294,6 +294,21 @@ def test_unawaited_calls_are_followed_through_the_parameter_an_attribute_and_a_l
     ]
 
 
+def test_a_subclass_is_held_to_the_init_it_inherits_from_the_file() -> None:
+    source = """
+        from core import BasePlugin
+
+        class Base(BasePlugin):
+            def __init__(self, db):
+                self.db = db
+
+        class Items(Base):
+            def on_boot(self):
+                self.db.query("x")
+    """
+    assert [line.split(": ", 1)[0] for line in findings(source)] == ["domains/shop/plugins/items.py:10"]
+
+
 def test_relative_imports_are_resolved_against_the_files_place() -> None:
     source = """
         from . import helpers
