@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from core.cli.check import place
 from core.cli.checks import Facts, PluginFile, check_source
 from tests.kit import PROJECT, make_root, write
 
@@ -352,3 +353,13 @@ def test_route_paths_are_followed_through_constants_aliases_and_literal_starts()
     assert "/system/ belongs to the system domains: dashboard, system" in found[1]
     dashboard = findings(source.replace("OTHER, ", "PAGE, "), "domains/dashboard/plugins/page.py")
     assert [line.split(": ", 1)[0].rsplit(":", 1)[1] for line in dashboard] == ["15", "16"]
+
+
+def test_a_file_is_placed_by_where_it_sits(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    inside = place(root, root / "domains" / "shop" / "plugins" / "items.py")
+    assert inside == PluginFile("domains/shop/plugins/items.py", "domains.shop.plugins.items", "shop")
+    elsewhere = tmp_path / "draft" / "domains" / "notes" / "plugins" / "x.py"
+    assert place(root, elsewhere) == PluginFile(str(elsewhere), None, "notes")
+    assert place(root, tmp_path / "loose.py").domain is None
+    assert place(root, root / "tools" / "db" / "db_tool.py").domain is None
