@@ -278,8 +278,7 @@ class SourceChanges:
                 and graph.reaches(Path(file), target)
             )
         }
-        for name in dropped:
-            del sys.modules[name]
+        _drop(dropped)
         ids = tuple(p.plugin_id for p in kernel.plugins.values() if p.file in files)
         if path.is_file():
             _drop_bytecode(path)
@@ -288,7 +287,7 @@ class SourceChanges:
             except BaseException as exc:
                 if isinstance(exc, asyncio.CancelledError):
                     raise
-                sys.modules.update(dropped)  # everything keeps running (and importing) the old version
+                _restore(dropped)  # everything keeps running (and importing) the old version
                 error = _describe(exc)
                 kernel.registry.record_load_error(relative, error)
                 for plugin_id in ids:
@@ -417,6 +416,23 @@ def _complete(content: bytes, *, sql: bool) -> bool:
     except (SyntaxError, ValueError):
         return False
     return True
+
+
+def _drop(modules: dict[str, ModuleType]) -> None:
+    """Forget ``modules``, also as attributes of their packages: ``from pkg import mod`` takes the
+    attribute when there is one, and would hand out the old module without importing it again."""
+    for name, module in modules.items():
+        del sys.modules[name]
+        parent, _, child = name.rpartition(".")
+        package = sys.modules.get(parent)
+        if package is not None and getattr(package, child, None) is module:
+            delattr(package, child)
+
+
+def _restore(modules: dict[str, ModuleType]) -> None:
+    for name, module in modules.items():
+        sys.modules[name] = module
+        _attach(name, module)
 
 
 def _attach(name: str, module: ModuleType) -> None:

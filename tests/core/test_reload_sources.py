@@ -246,7 +246,7 @@ CATALOG = """
 
 SAMPLE = """
     from core import BasePlugin
-    from domains.shop.catalog import sample
+    from domains.shop import catalog
 
 
     class Sample(BasePlugin):
@@ -257,7 +257,7 @@ SAMPLE = """
             self.http.add_endpoint("/sample", "GET", self.answer)
 
         async def answer(self, data, context):
-            return sample()
+            return catalog.sample()
 """
 
 PING = """
