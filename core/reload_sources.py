@@ -191,13 +191,18 @@ class SourceChanges:
             return
         applied: list[str] = []
         errors: dict[str, str] = {}
+        limit = env_float("TOOL_SETUP_TIMEOUT", 30.0)
         for tool_name, hook in hooks:
             try:
-                async with asyncio.timeout(env_float("TOOL_SETUP_TIMEOUT", 30.0)):
+                async with asyncio.timeout(limit):
                     answer = await hook()
             except Exception as exc:  # the tool could not even say: every changed file is refused
-                log.error("tool %s: %s() raised", tool_name, MIGRATION_HOOK, exc_info=exc)
-                answer = {"applied": [], "unapplied": names, "failed": None, "error": _describe(exc)}
+                if isinstance(exc, TimeoutError):
+                    reason = f"{MIGRATION_HOOK}() did not finish within {limit:g}s (TOOL_SETUP_TIMEOUT)"
+                else:
+                    reason = _describe(exc)
+                    log.error("tool %s: %s() raised", tool_name, MIGRATION_HOOK, exc_info=exc)
+                answer = {"applied": [], "unapplied": names, "failed": None, "error": reason}
             applied.extend(answer.get("applied") or ())
             error = answer.get("error")
             if not error:
