@@ -158,6 +158,11 @@ async def test_a_failing_migration_is_refused_and_the_old_plugin_keeps_serving(
         # The file rolled back as a whole: the column the first statement added is not there.
         assert (await kernel.container.get("db").query("SELECT * FROM items")) == [{"name": "apple"}]
 
+        # Saving the plugin again does not get it past the refused migration.
+        [outcome] = await apply(kernel, root, ITEMS_FILE)
+        assert (outcome.action, outcome.plugins) == (ReloadAction.FAILED, ("shop.Items",))
+        assert kernel.plugins["shop.Items"] is old
+
         # Fixing the migration applies it, and the plugin held back for it loads.
         write(root, migration, "ALTER TABLE items ADD COLUMN price INTEGER;\nUPDATE items SET price = 3;\n")
         outcomes = await apply(kernel, root, migration)
