@@ -78,7 +78,10 @@ def _dotenv_value(value: str, where: str) -> str:
     end = value.find(quote, 1)
     rest = value[end + 1 :].strip() if end > 0 else ""
     if end < 0 or (rest and not rest.startswith("#")):
-        raise DotenvError(f"{where}: the value opened with {quote} does not end with one, got {value!r}")
+        raise DotenvError(
+            f"{where}: a quoted value must end with its closing {quote} (only a # comment may follow), "
+            f"got {value!r}"
+        )
     return value[1:end]
 
 
