@@ -90,9 +90,10 @@ from core.reloader import is_staging
 from core.settings import env_int, env_str
 from core.threads import run_in_daemon_thread
 
-from .backend import BrokerBackend, EventBackend, GroupOutcome, InProcessBackend, make_backend
+from .backend import BrokerBackend, EventBackend, GroupOutcome, InProcessBackend
 from .errors import EventBusError, EventNoReplyError, EventPayloadError, EventRequestTimeout
 from .events import Event, Handler, Subscription, default_group
+from .factory import make_backend
 from .payload import freeze_json, to_json
 from .redis_settings import MAX_BACKOFF_MS
 from .redis_wire import process_label
