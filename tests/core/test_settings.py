@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from core.cli import main
 from core.cli.project import load_environment
 from core.settings import (
     DotenvError,
@@ -187,3 +188,14 @@ def test_a_bad_line_is_an_error_naming_the_file_and_line(
     assert str(caught.value).startswith(f"{path}:3: ")
     assert fragment in str(caught.value)
     assert "GOOD" not in environ  # the file is checked whole before any of it applies
+
+
+def test_the_cli_reports_a_bad_dotenv_line_without_a_traceback(
+    tmp_path: Path, environ: dict[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "domains").mkdir()
+    (tmp_path / ".env").write_text("NOT A SETTING\n")
+    assert main(["--root", str(tmp_path), "migrate", "--status"]) == 1
+    assert capsys.readouterr().err == (
+        f"keel migrate: {tmp_path / '.env'}:1: expected KEY=VALUE (or a # comment), got 'NOT A SETTING'\n"
+    )
