@@ -27,6 +27,8 @@ PROJECT = Path(__file__).resolve().parent.parent
 
 ToolT = TypeVar("ToolT", bound=BaseTool)
 
+SHARED_TOOLS = "_shared"  # tools/_shared: code the tools share, linked whenever any tool is
+
 
 def make_root(
     tmp_path: Path, *, tools: Iterable[str] = (), domains: Iterable[str] = (), name: str = "root"
@@ -35,7 +37,8 @@ def make_root(
     root = tmp_path / name
     (root / "tools").mkdir(parents=True)
     (root / "domains").mkdir()
-    for tool in tools:
+    tools = tuple(tools)
+    for tool in (*tools, SHARED_TOOLS) if tools else ():
         (root / "tools" / tool).symlink_to(PROJECT / "tools" / tool, target_is_directory=True)
     for domain in domains:
         (root / "domains" / domain).symlink_to(PROJECT / "domains" / domain, target_is_directory=True)

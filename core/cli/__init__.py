@@ -20,6 +20,7 @@ from collections.abc import Sequence
 
 from core.cli import check, doctor, migrate, routes, run, scaffold, status, users
 from core.cli.project import CommandError
+from core.settings import DotenvError
 
 __all__ = ["CommandError", "build_parser", "main"]
 
@@ -56,7 +57,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         code: int = args.handler(args)
-    except CommandError as exc:
+    except (CommandError, DotenvError) as exc:  # a bad .env line names its file and line
         print(f"keel {args.command}: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

@@ -8,12 +8,11 @@ it: :func:`tool_module` imports the file from the project root with the kernel's
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 from types import ModuleType
 
 from core.loader import import_file
-from core.settings import load_dotenv
+from core.settings import env_str, load_dotenv
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]
 
@@ -25,7 +24,7 @@ class CommandError(Exception):
 def project_root(args: argparse.Namespace) -> Path:
     """``--root``, else ``KEEL_ROOT``, else the current directory if it looks like a project, else
     the project ``core`` was loaded from."""
-    explicit = getattr(args, "root", None) or os.environ.get("KEEL_ROOT", "").strip()
+    explicit = getattr(args, "root", None) or env_str("KEEL_ROOT")
     if explicit:
         root = Path(explicit).resolve()
         if not root.is_dir():

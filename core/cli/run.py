@@ -6,10 +6,10 @@ This is today's ``python main.py``.
 from __future__ import annotations
 
 import argparse
-import os
 from typing import Any
 
 from core.cli.project import project_root
+from core.settings import env_set
 
 
 def register(commands: Any) -> None:
@@ -34,5 +34,5 @@ def handle(args: argparse.Namespace) -> int:
     from core.kernel import Kernel
 
     if args.reload:
-        os.environ["PLUGINS_WATCH"] = "1"
+        env_set("PLUGINS_WATCH", "1")
     return Kernel(project_root(args)).run([])

@@ -198,9 +198,8 @@ OFF instead of failing.
 
 from __future__ import annotations
 
-import os
-
 from core import BaseTool
+from core.settings import env_str
 
 
 class ${cls}(BaseTool):
@@ -212,7 +211,7 @@ class ${cls}(BaseTool):
         self.greeting = "hello"
 
     async def setup(self) -> None:
-        self.greeting = os.environ.get("${env}_GREETING", "").strip() or "hello"
+        self.greeting = env_str("${env}_GREETING", "hello")
 
     async def greet(self, who: str) -> str:
         """The greeting for ``who``."""

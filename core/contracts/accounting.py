@@ -115,7 +115,7 @@ class ModelUsage:
     def from_usage(cls, usage: Usage) -> ModelUsage:
         """A ``Usage`` read into this convention; its cache writes go to the five-minute bucket."""
         return cls(
-            input_tokens=usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens,
+            input_tokens=usage.prompt_tokens,  # the one token rule (core.contracts.genai)
             output_tokens=usage.output_tokens,
             cache_read_tokens=usage.cache_read_tokens,
             cache_write_5m_tokens=usage.cache_write_tokens,

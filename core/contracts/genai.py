@@ -1,8 +1,9 @@
 """The OpenTelemetry GenAI attribute names ``core`` stamps on spans, and the one token rule.
 
 ``core`` imports only the standard library, so it cannot take these names from the
-``opentelemetry-semantic-conventions`` package the way the tools do; they are spelled here once,
-and a test (``tests/core/contracts/test_genai_names.py``) checks each against that package.
+``opentelemetry-semantic-conventions`` package; they are spelled here once, for ``core`` and the
+tools alike (tests/core/contracts/test_genai_names.py checks each against that package, and that
+no other module spells a ``gen_ai.*`` name).
 
 The token rule: Keel's ``Usage.input_tokens`` is the uncached part of the prompt, while the
 conventions' ``gen_ai.usage.input_tokens`` counts every prompt token, cached ones included
@@ -32,11 +33,24 @@ CONVERSATION_ID = "gen_ai.conversation.id"
 TOOL_NAME = "gen_ai.tool.name"
 TOOL_CALL_ID = "gen_ai.tool.call.id"
 TOOL_TYPE = "gen_ai.tool.type"
+AGENT_ID = "gen_ai.agent.id"
+REQUEST_MAX_TOKENS = "gen_ai.request.max_tokens"
+REQUEST_TEMPERATURE = "gen_ai.request.temperature"
+REQUEST_TOP_P = "gen_ai.request.top_p"
+TOKEN_TYPE = "gen_ai.token.type"
 ERROR_TYPE = "error.type"
 
+METRIC_OPERATION_DURATION = "gen_ai.client.operation.duration"
+METRIC_TOKEN_USAGE = "gen_ai.client.token.usage"
+
 OPERATION_CHAT = "chat"
+OPERATION_TEXT_COMPLETION = "text_completion"
+OPERATION_EMBEDDINGS = "embeddings"
 OPERATION_EXECUTE_TOOL = "execute_tool"
 OPERATION_INVOKE_AGENT = "invoke_agent"
+
+TOKEN_TYPE_INPUT = "input"
+TOKEN_TYPE_OUTPUT = "output"
 
 
 def usage_attributes(usage: Usage | None) -> dict[str, Any]:

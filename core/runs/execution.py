@@ -38,6 +38,7 @@ from typing import Any
 
 from core.agents import AgentResult, AgentRun, ReActCognition, StopReason
 from core.agents.cognition import Cognition
+from core.contracts import genai
 from core.contracts.genai import usage_attributes
 from core.contracts.middleware import Middleware
 from core.contracts.ports import Checkpoint, CheckpointPort, CheckpointStatus, StorePort, TracePort
@@ -140,11 +141,11 @@ class RunExecution:
     async def run(self) -> None:
         agent = self.spec.agent
         attributes = {
-            "gen_ai.operation.name": "invoke_agent",
-            "gen_ai.agent.name": agent.name,
-            "gen_ai.request.model": agent.model,
-            "gen_ai.conversation.id": self.record.run_id,
-            "gen_ai.provider.name": getattr(self.spec.llm, "provider_name", None) or None,
+            genai.OPERATION_NAME: genai.OPERATION_INVOKE_AGENT,
+            genai.AGENT_NAME: agent.name,
+            genai.REQUEST_MODEL: agent.model,
+            genai.CONVERSATION_ID: self.record.run_id,
+            genai.PROVIDER_NAME: getattr(self.spec.llm, "provider_name", None) or None,
         }
         with self.ctx.trace.span(f"invoke_agent {agent.name}", "client", attributes) as span:
             if self.resumed:

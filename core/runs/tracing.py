@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
-from core.contracts.genai import ERROR_TYPE
+from core.contracts.genai import ERROR_TYPE, OPERATION_EXECUTE_TOOL, TOOL_NAME
 from core.contracts.ports import TracePort
 from core.runtime import NoopTrace
 
@@ -78,9 +78,9 @@ class TelemetryTrace:
         self, name: str, kind: str = "internal", attrs: Mapping[str, Any] | None = None
     ) -> Iterator[Any]:
         attributes = {k: _attribute(v) for k, v in (attrs or {}).items() if v is not None}
-        tool = attributes.get("gen_ai.tool.name")
-        if name == "execute_tool" and tool:
-            name = f"execute_tool {tool}"
+        tool = attributes.get(TOOL_NAME)
+        if name == OPERATION_EXECUTE_TOOL and tool:
+            name = f"{OPERATION_EXECUTE_TOOL} {tool}"
         options: dict[str, Any] = {"attributes": attributes}
         if self._span_kind is not None:
             found = self._kinds.get(kind)

@@ -77,15 +77,38 @@ def test_production_code_never_imports_core_testing() -> None:
     assert offenders == []
 
 
+# tools/_shared holds what several tools need (the PostgreSQL pool bootstrap): every tool may import
+# it, and it imports no tool, so sharing it never couples one tool to another.
+SHARED = "_shared"
+
+
 def test_tools_never_import_each_other_or_plugins() -> None:
     offenders = []
     for path in python_files(PROJECT / "tools"):
         own = path.relative_to(PROJECT / "tools").parts[0]
         for line, module in imports_of(path):
             parts = module.split(".")
-            if parts[0] == "domains" or (parts[0] == "tools" and len(parts) > 1 and parts[1] != own):
+            if parts[0] == "domains" or (
+                parts[0] == "tools" and len(parts) > 1 and parts[1] not in (own, SHARED)
+            ):
                 offenders.append(f"{path.relative_to(PROJECT)}:{line}: {module}")
     assert offenders == []
+
+
+def test_the_shared_tools_folder_defines_no_tool_and_imports_no_tool() -> None:
+    offenders = [
+        f"{path.relative_to(PROJECT)}:{line}: {module}"
+        for path in python_files(PROJECT / "tools" / SHARED)
+        for line, module in imports_of(path)
+        if module.startswith("tools.") and not module.startswith(f"tools.{SHARED}")
+    ]
+    assert offenders == []
+    for path in python_files(PROJECT / "tools" / SHARED):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        bases = [
+            ast.unparse(b) for node in ast.walk(tree) if isinstance(node, ast.ClassDef) for b in node.bases
+        ]
+        assert "BaseTool" not in bases, path
 
 
 def test_plugins_never_import_tools_or_other_domains() -> None:

@@ -250,7 +250,7 @@ def scale_root(directory: Path) -> Path:
     (root / "tools").mkdir(parents=True)
     (root / "domains").mkdir()
     (root / "migrations").mkdir()
-    for tool in LINKED_TOOLS:
+    for tool in (*LINKED_TOOLS, "_shared"):
         (root / "tools" / tool).symlink_to(PROJECT / "tools" / tool, target_is_directory=True)
     for domain in LINKED_DOMAINS:
         (root / "domains" / domain).symlink_to(PROJECT / "domains" / domain, target_is_directory=True)

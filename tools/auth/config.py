@@ -29,6 +29,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
 from core.errors import ToolNotConfiguredError
+from core.settings import SettingError, env_int, env_raw, env_secret
 
 from .errors import AuthConfigError
 from .passwords import ScryptParams
@@ -60,7 +61,7 @@ class AuthConfig:
         return f"AuthConfig(algorithm={self.algorithm!r}, issuer={self.issuer!r}, audience={self.audience!r})"
 
 
-def load_config(environ: Mapping[str, str] = os.environ) -> AuthConfig:
+def load_config(environ: Mapping[str, str] | None = None) -> AuthConfig:
     """Read and check ``AUTH_*``; raise ``ToolNotConfiguredError`` or ``AuthConfigError``."""
     algorithm = _text(environ, "AUTH_ALGORITHM") or "HS256"
     if algorithm not in ALLOWED_ALGORITHMS:
@@ -88,8 +89,8 @@ def load_config(environ: Mapping[str, str] = os.environ) -> AuthConfig:
     )
 
 
-def _hmac_secret(environ: Mapping[str, str], algorithm: str) -> bytes:
-    raw = environ.get("AUTH_SECRET_KEY", "")
+def _hmac_secret(environ: Mapping[str, str] | None, algorithm: str) -> bytes:
+    raw = env_secret("AUTH_SECRET_KEY", environ=environ)
     if not raw.strip():
         raise ToolNotConfiguredError(
             f"auth is off: set AUTH_SECRET_KEY to a random secret of at least "
@@ -109,7 +110,7 @@ def _hmac_secret(environ: Mapping[str, str], algorithm: str) -> bytes:
     return secret
 
 
-def _key_pair(environ: Mapping[str, str], algorithm: str) -> tuple[Any, Any]:
+def _key_pair(environ: Mapping[str, str] | None, algorithm: str) -> tuple[Any, Any]:
     if _text(environ, "AUTH_SECRET_KEY"):
         raise AuthConfigError(
             f"AUTH_SECRET_KEY is set but AUTH_ALGORITHM={algorithm} uses key files "
@@ -169,19 +170,12 @@ def _public_numbers(public_key: Any) -> Any:
     return public_key.public_numbers()
 
 
-def _text(environ: Mapping[str, str], name: str) -> str | None:
-    value = environ.get(name, "").strip()
-    return value or None
+def _text(environ: Mapping[str, str] | None, name: str) -> str | None:
+    return env_raw(name, environ=environ)
 
 
-def _integer(environ: Mapping[str, str], name: str, default: int, *, low: int, high: int) -> int:
-    raw = _text(environ, name)
-    if raw is None:
-        return default
+def _integer(environ: Mapping[str, str] | None, name: str, default: int, *, low: int, high: int) -> int:
     try:
-        value = int(raw)
-    except ValueError:
-        raise AuthConfigError(f"{name} must be a whole number, got {raw!r}") from None
-    if not low <= value <= high:
-        raise AuthConfigError(f"{name} must be between {low} and {high}, got {value}")
-    return value
+        return env_int(name, default, minimum=low, maximum=high, environ=environ)
+    except SettingError as exc:
+        raise AuthConfigError(str(exc)) from None

@@ -39,13 +39,12 @@ from __future__ import annotations
 
 import builtins
 import logging
-import os
 from pathlib import Path
 
 from core.base_tool import BaseTool
 from core.contracts.ports import Checkpoint
 from core.registry import ToolStatus
-from core.settings import env_float
+from core.settings import env_float, env_int, env_str
 
 from .backend import Backend, row_of
 from .errors import CheckpointUnavailableError
@@ -133,11 +132,7 @@ class CheckpointTool(BaseTool):
 
 def checkpoint_url() -> str:
     """``CHECKPOINT_URL``, else the ``db`` tool's ``DATABASE_URL``, else its default SQLite file."""
-    return (
-        os.environ.get("CHECKPOINT_URL", "").strip()
-        or os.environ.get("DATABASE_URL", "").strip()
-        or DEFAULT_DATABASE_URL
-    )
+    return env_str("CHECKPOINT_URL") or env_str("DATABASE_URL") or DEFAULT_DATABASE_URL
 
 
 def make_backend(url: str, project_root: Path) -> Backend:
@@ -157,7 +152,7 @@ def make_backend(url: str, project_root: Path) -> Backend:
     if scheme in ("postgresql", "postgres"):
         return PostgresBackend(
             url,
-            pool_max=_whole("CHECKPOINT_POOL_MAX", 10, minimum=1),
+            pool_max=env_int("CHECKPOINT_POOL_MAX", 10, minimum=1),
             connect_timeout=env_float("CHECKPOINT_CONNECT_TIMEOUT", 5.0),
         )
     raise ValueError(
@@ -166,13 +161,4 @@ def make_backend(url: str, project_root: Path) -> Backend:
 
 
 def _keep_versions() -> int:
-    return _whole("CHECKPOINT_KEEP_VERSIONS", DEFAULT_KEEP_VERSIONS, minimum=0)
-
-
-def _whole(name: str, default: int, *, minimum: int) -> int:
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default
-    if not raw.isdigit() or int(raw) < minimum:
-        raise ValueError(f"{name} must be a whole number of at least {minimum}, got {raw!r}")
-    return int(raw)
+    return env_int("CHECKPOINT_KEEP_VERSIONS", DEFAULT_KEEP_VERSIONS, minimum=0)

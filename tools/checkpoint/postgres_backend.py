@@ -17,11 +17,12 @@ string holding ``\\u0000`` cannot be stored (refused as ``CheckpointEncodeError`
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 import asyncpg
+
+from tools._shared.pg_pool import PgPool
 
 from .backend import Row, as_row
 from .errors import CheckpointConflict, CheckpointEncodeError, CheckpointUnavailableError
@@ -37,69 +38,38 @@ CREATE TABLE IF NOT EXISTS keel_checkpoints (
     PRIMARY KEY (run_id, version)
 )
 """
-CREATE_LOCK = "SELECT pg_advisory_xact_lock(hashtext('keel_checkpoints:' || current_schema()))"
 COLUMNS = "version, state::text, created_at, status"
-_UNAVAILABLE = (OSError, asyncio.TimeoutError, asyncpg.InterfaceError, asyncpg.CannotConnectNowError)
 
 
 class PostgresBackend:
     def __init__(self, dsn: str, *, pool_max: int = 10, connect_timeout: float = 5.0) -> None:
-        self.dsn = dsn
-        self.pool_max = pool_max
-        self.connect_timeout = connect_timeout
-        self._pool: Any = None
-        self._opening = asyncio.Lock()
+        self._pool = PgPool(
+            dsn,
+            table="keel_checkpoints",
+            schema=SCHEMA,
+            owner="the checkpoints' PostgreSQL",
+            unavailable=CheckpointUnavailableError,
+            pool_max=pool_max,
+            connect_timeout=connect_timeout,
+        )
 
     def describe(self) -> str:
-        return f"postgresql (pool of up to {self.pool_max} connections)"
+        return self._pool.describe()
 
     async def open(self) -> None:
-        async with self._opening:
-            if self._pool is not None:
-                return
-            try:
-                pool = await asyncpg.create_pool(
-                    self.dsn, min_size=1, max_size=self.pool_max, timeout=self.connect_timeout
-                )
-            except (*_UNAVAILABLE, asyncpg.PostgresError) as exc:
-                raise CheckpointUnavailableError(
-                    f"cannot connect to the checkpoints' PostgreSQL: {exc}"
-                ) from exc
-            try:
-                async with pool.acquire() as connection, connection.transaction():
-                    # Concurrent CREATE TABLE IF NOT EXISTS can still collide in PostgreSQL's
-                    # catalog when several processes boot together: take turns.
-                    await connection.execute(CREATE_LOCK)
-                    await connection.execute(SCHEMA)
-            except (*_UNAVAILABLE, asyncpg.PostgresError) as exc:
-                await pool.close()
-                raise CheckpointUnavailableError(
-                    f"the checkpoints' PostgreSQL cannot create its table: {exc}"
-                ) from exc
-            except BaseException:
-                await pool.close()
-                raise
-            self._pool = pool
+        await self._pool.open()
 
     async def close(self) -> None:
-        pool, self._pool = self._pool, None
-        if pool is not None:
-            await pool.close()
+        await self._pool.close()
 
     async def _with(self, work: Callable[[Any], Awaitable[T]]) -> T:
-        if self._pool is None:
-            await self.open()
-        try:
-            async with self._pool.acquire() as connection:
+        async def encoded(connection: Any) -> T:
+            try:
                 return await work(connection)
-        except (asyncpg.UntranslatableCharacterError, asyncpg.InvalidTextRepresentationError) as exc:
-            raise CheckpointEncodeError(f"PostgreSQL cannot store this state as JSONB: {exc}") from exc
-        except (*_UNAVAILABLE, asyncpg.PostgresConnectionError) as exc:
-            raise CheckpointUnavailableError(f"the checkpoints' PostgreSQL is unreachable: {exc}") from exc
-        except asyncpg.PostgresError as exc:
-            raise CheckpointUnavailableError(
-                f"the checkpoints' PostgreSQL refused the operation: {exc}"
-            ) from exc
+            except (asyncpg.UntranslatableCharacterError, asyncpg.InvalidTextRepresentationError) as exc:
+                raise CheckpointEncodeError(f"PostgreSQL cannot store this state as JSONB: {exc}") from exc
+
+        return await self._pool.run(encoded)
 
     async def ping(self) -> bool:
         return bool(await self._with(lambda c: c.fetchval("SELECT 1")) == 1)

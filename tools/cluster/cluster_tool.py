@@ -47,7 +47,7 @@ from redis.exceptions import RedisError
 from core.base_tool import BaseTool
 from core.errors import ToolUnavailableError
 from core.registry import ToolStatus
-from core.settings import env_float
+from core.settings import env_duration, env_str
 
 log = logging.getLogger("keel.cluster")
 
@@ -58,11 +58,11 @@ TTL_HEARTBEATS = 3
 
 def shared_redis_url() -> str | None:
     """``CLUSTER_URL``, else the event bus's or the store's URL when it is Redis."""
-    explicit = os.environ.get("CLUSTER_URL", "").strip()
+    explicit = env_str("CLUSTER_URL")
     if explicit:
         return explicit
     for name in ("EVENT_BUS_URL", "STORE_URL"):
-        value = os.environ.get(name, "").strip()
+        value = env_str(name)
         if value.startswith(("redis://", "rediss://", "unix://")):
             return value
     return None
@@ -114,10 +114,8 @@ class ClusterTool(BaseTool):
         return self._client is not None
 
     async def setup(self) -> None:
-        self.prefix = os.environ.get("CLUSTER_PREFIX", "").strip() or DEFAULT_PREFIX
-        self.heartbeat = env_float("CLUSTER_HEARTBEAT_SECONDS", DEFAULT_HEARTBEAT)
-        if self.heartbeat <= 0:
-            raise ValueError(f"CLUSTER_HEARTBEAT_SECONDS must be above 0, got {self.heartbeat:g}")
+        self.prefix = env_str("CLUSTER_PREFIX", DEFAULT_PREFIX)
+        self.heartbeat = env_duration("CLUSTER_HEARTBEAT_SECONDS", DEFAULT_HEARTBEAT, positive=True)
         self._url = shared_redis_url()
         if self._url is None:
             self.kernel_registry.update_tool_status(

@@ -27,10 +27,10 @@ the run that spawns it end with ``FileNotFoundError`` naming it.
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from core import BaseTool
+from core.settings import env_str
 from tools.coding_cli.claude import ClaudeCliCognition
 from tools.coding_cli.codex import CodexCliCognition, CodexCliSession
 from tools.coding_cli.spawn import SubprocessSpawn
@@ -48,9 +48,9 @@ class CodingCliTool(BaseTool):
         self.spawn = SubprocessSpawn()
 
     async def setup(self) -> None:
-        self.claude_bin = os.environ.get("CLAUDE_CLI_BIN", "").strip() or "claude"
-        self.codex_bin = os.environ.get("CODEX_CLI_BIN", "").strip() or "codex"
-        self.cwd = os.environ.get("CODING_CLI_CWD", "").strip() or None
+        self.claude_bin = env_str("CLAUDE_CLI_BIN", "claude")
+        self.codex_bin = env_str("CODEX_CLI_BIN", "codex")
+        self.cwd = env_str("CODING_CLI_CWD") or None
 
     def claude(self, **options: Any) -> ClaudeCliCognition:
         """A ``ClaudeCliCognition`` launching ``CLAUDE_CLI_BIN``."""

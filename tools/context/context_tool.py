@@ -23,13 +23,12 @@ root). :meth:`ContextTool.regenerate` runs steps 1–3 again.
 from __future__ import annotations
 
 import logging
-import os
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from core import BaseTool, ToolNotConfiguredError
-from core.settings import env_flag
+from core.settings import env_flag, env_str
 
 from .atomic_write import write_if_changed
 from .reference import ai_context, scan_domains
@@ -58,7 +57,7 @@ class ContextTool(BaseTool):
             raise ToolNotConfiguredError(
                 "AI_CONTEXT.md generation is off: AI_CONTEXT_ENABLED is false (set it to true to turn it on)"
             )
-        configured = os.environ.get("CONTEXT_FILE", "").strip() or DEFAULT_FILE
+        configured = env_str("CONTEXT_FILE", DEFAULT_FILE)
         path = Path(configured)
         self.context_file = path if path.is_absolute() else self.project_root / path
 

@@ -72,7 +72,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import random
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from pathlib import Path
@@ -81,7 +80,7 @@ from typing import Any, Protocol, TypeVar
 
 from core.base_tool import BaseTool
 from core.registry import ToolStatus
-from core.settings import env_float
+from core.settings import env_float, env_int, env_str
 
 from .errors import ConflictError, DatabaseError, DatabaseUnavailableError, is_conflict
 from .isolation import DEFAULT_ISOLATION, isolation_sql
@@ -142,8 +141,8 @@ class DbTool(BaseTool):
     # -- lifecycle ---------------------------------------------------------------------------------
 
     async def setup(self) -> None:
-        url = os.environ.get("DATABASE_URL", "")
-        self.retries = _env_int("DB_TRANSACT_RETRIES", 10, minimum=0)
+        url = env_str("DATABASE_URL")
+        self.retries = env_int("DB_TRANSACT_RETRIES", 10, minimum=0)
         self.backoff = env_float("DB_TRANSACT_BACKOFF", 0.005)
         self._engine = make_engine(url, self.project_root)
         backend = "postgresql" if url.startswith(("postgresql:", "postgres:")) else "sqlite"
@@ -376,7 +375,7 @@ def make_engine(url: str, project_root: Path) -> Engine:
     """Build the engine ``DATABASE_URL`` names (empty: the default SQLite file under the root)."""
     url = url.strip() or DEFAULT_URL
     busy_timeout = env_float("DB_BUSY_TIMEOUT", 5.0)
-    isolation = os.environ.get("DB_ISOLATION", "").strip().lower() or DEFAULT_ISOLATION
+    isolation = env_str("DB_ISOLATION", DEFAULT_ISOLATION).lower()
     try:
         isolation_sql(isolation)
     except DatabaseError:
@@ -393,11 +392,11 @@ def make_engine(url: str, project_root: Path) -> Engine:
         raw = rest[1:]
         path = raw if raw == MEMORY else str(project_root / raw) if not Path(raw).is_absolute() else raw
         return SqliteEngine(
-            path, busy_timeout=busy_timeout, readers=_env_int("DB_SQLITE_READERS", 2, minimum=1)
+            path, busy_timeout=busy_timeout, readers=env_int("DB_SQLITE_READERS", 2, minimum=1)
         )
     if scheme in ("postgresql", "postgres"):
-        pool_min = _env_int("DB_POOL_MIN", 1, minimum=0)
-        pool_max = _env_int("DB_POOL_MAX", 10, minimum=1)
+        pool_min = env_int("DB_POOL_MIN", 1, minimum=0)
+        pool_max = env_int("DB_POOL_MAX", 10, minimum=1)
         if pool_min > pool_max:
             raise ValueError(f"DB_POOL_MIN ({pool_min}) must not exceed DB_POOL_MAX ({pool_max})")
         return PostgresEngine(
@@ -410,16 +409,3 @@ def make_engine(url: str, project_root: Path) -> Engine:
     raise ValueError(
         f"DATABASE_URL scheme {scheme!r} is not supported; use sqlite:///path.db or postgresql://..."
     )
-
-
-def _env_int(name: str, default: int, *, minimum: int) -> int:
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ValueError(f"{name} must be a whole number, got {raw!r}") from None
-    if value < minimum:
-        raise ValueError(f"{name} must be at least {minimum}, got {value}")
-    return value

@@ -9,9 +9,10 @@ exist, is reported as the error ``migrate`` would stop with.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
+
+from core.settings import env_str
 
 from .db_tool import make_engine
 from .errors import DatabaseError, MigrationError
@@ -29,7 +30,7 @@ async def migration_report(project_root: Path) -> dict[str, Any]:
         migrations = discover(project_root / "migrations")
     except MigrationError as exc:
         return {"database": "", "migrations": [], "plan": [], "error": str(exc)}
-    engine = make_engine(os.environ.get("DATABASE_URL", ""), project_root)
+    engine = make_engine(env_str("DATABASE_URL"), project_root)
     await engine.open()
     try:
         recorded = await _recorded(engine)

@@ -11,7 +11,8 @@ which groups subscribe to what here (``attach``, ``join``, ``changed``), and the
 bus to run one group's handlers for one event (``DeliverToGroup``), learning from the
 :class:`GroupOutcome` whether to acknowledge it, retry it or give up on it, and what to reply.
 
-``EVENT_BUS_URL`` picks the backend (:func:`make_backend`).
+``EVENT_BUS_URL`` picks the backend (:func:`tools.event_bus.factory.make_backend`); this module names
+no concrete broker, so the seam does not depend on what plugs into it.
 """
 
 from __future__ import annotations
@@ -117,21 +118,3 @@ class InProcessBackend:
 
     def capability(self) -> dict[str, Any]:
         return {"backend": "in-process", "shared": False}
-
-
-def make_backend(url: str) -> EventBackend:
-    """The backend ``EVENT_BUS_URL`` names: empty or ``memory://`` is the in-process one,
-    ``redis://`` / ``rediss://`` Redis Streams (settings in :mod:`tools.event_bus.redis_settings`)."""
-    url = url.strip()
-    scheme = url.partition("://")[0].lower()
-    if scheme in ("", "memory"):
-        return InProcessBackend()
-    if scheme in ("redis", "rediss"):
-        from .redis_backend import RedisStreamsBackend
-        from .redis_settings import RedisBusSettings
-
-        return RedisStreamsBackend(RedisBusSettings.from_env(url))
-    raise ValueError(
-        f"EVENT_BUS_URL scheme {scheme!r} is not supported; leave it empty (or memory://) for the "
-        "in-process bus, or use redis://host:6379/0 for Redis Streams"
-    )

@@ -75,7 +75,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
 import types
 import uuid
 from collections import deque
@@ -88,13 +87,15 @@ from core.base_tool import BaseTool
 from core.context import current_event_id_var, current_identity_var, current_plugin_var, identity_of
 from core.registry import ToolStatus
 from core.reloader import is_staging
+from core.settings import env_int, env_str
 from core.threads import run_in_daemon_thread
 
-from .backend import BrokerBackend, EventBackend, GroupOutcome, InProcessBackend, make_backend
+from .backend import BrokerBackend, EventBackend, GroupOutcome, InProcessBackend
 from .errors import EventBusError, EventNoReplyError, EventPayloadError, EventRequestTimeout
 from .events import Event, Handler, Subscription, default_group
+from .factory import make_backend
 from .payload import freeze_json, to_json
-from .redis_settings import MAX_BACKOFF_MS, whole_setting
+from .redis_settings import MAX_BACKOFF_MS
 from .redis_wire import process_label
 from .trace import Outcome, TraceListener, TraceLog, TraceRecord
 
@@ -155,14 +156,14 @@ class EventBusTool(BaseTool):
         return True if ping is None else bool(await ping())
 
     async def setup(self) -> None:
-        self.max_attempts = whole_setting("EVENT_BUS_MAX_ATTEMPTS", 5, minimum=1)
-        self.retry_backoff_ms = whole_setting("EVENT_BUS_RETRY_BACKOFF_MS", 200, minimum=0)
-        self._backend = make_backend(os.environ.get("EVENT_BUS_URL", ""))
+        self.max_attempts = env_int("EVENT_BUS_MAX_ATTEMPTS", 5, minimum=1)
+        self.retry_backoff_ms = env_int("EVENT_BUS_RETRY_BACKOFF_MS", 200, minimum=0)
+        self._backend = make_backend(env_str("EVENT_BUS_URL"))
         self._backend.bind(self._receive)
         self._broker = self._backend if isinstance(self._backend, BrokerBackend) else None
         if self._broker is not None:
             self._broker.attach(self._deliver_group, self._local_groups)
-        self._trace = TraceLog(_trace_buffer_size())
+        self._trace = TraceLog(env_int("EVENT_TRACE_BUFFER", DEFAULT_TRACE_BUFFER, minimum=1))
         registry = getattr(self, "kernel_registry", None)
         if registry is not None:
             registry.set_capability(self.name, self._backend.capability())
@@ -679,16 +680,3 @@ def _carry_on(coro: Coroutine[Any, Any, Any], context: Context, waiting: Any) ->
 def _yield_once() -> Generator[None, None, None]:
     """Let the loop run whatever else is ready (``asyncio.sleep(0)`` without its call)."""
     yield
-
-
-def _trace_buffer_size() -> int:
-    raw = os.environ.get("EVENT_TRACE_BUFFER", "").strip()
-    if not raw:
-        return DEFAULT_TRACE_BUFFER
-    try:
-        size = int(raw)
-    except ValueError:
-        raise ValueError(f"EVENT_TRACE_BUFFER must be a whole number, got {raw!r}") from None
-    if size < 1:
-        raise ValueError(f"EVENT_TRACE_BUFFER must be at least 1, got {size}")
-    return size

@@ -26,10 +26,9 @@ saying why) instead of running with a setting nobody asked for.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
-from core.settings import env_float
+from core.settings import env_float, env_int, env_str
 
 MAX_BACKOFF_MS = 10_000
 
@@ -49,9 +48,9 @@ class RedisBusSettings:
 
     @classmethod
     def from_env(cls, url: str) -> RedisBusSettings:
-        prefix = os.environ.get("EVENT_BUS_PREFIX", "").strip() or cls.prefix
-        maxlen = _whole("EVENT_BUS_STREAM_MAXLEN", cls.stream_maxlen, minimum=0)
-        hard = _whole("EVENT_BUS_STREAM_HARD_MAXLEN", 10 * maxlen, minimum=0)
+        prefix = env_str("EVENT_BUS_PREFIX", cls.prefix)
+        maxlen = env_int("EVENT_BUS_STREAM_MAXLEN", cls.stream_maxlen, minimum=0)
+        hard = env_int("EVENT_BUS_STREAM_HARD_MAXLEN", 10 * maxlen, minimum=0)
         if hard and hard < maxlen:
             raise ValueError(
                 f"EVENT_BUS_STREAM_HARD_MAXLEN ({hard}) must be 0 or at least "
@@ -60,13 +59,13 @@ class RedisBusSettings:
         return cls(
             url=url,
             prefix=prefix,
-            claim_idle_ms=_whole("EVENT_BUS_CLAIM_IDLE_MS", cls.claim_idle_ms, minimum=10),
-            max_attempts=_whole("EVENT_BUS_MAX_ATTEMPTS", cls.max_attempts, minimum=1),
-            retry_backoff_ms=_whole("EVENT_BUS_RETRY_BACKOFF_MS", cls.retry_backoff_ms, minimum=0),
+            claim_idle_ms=env_int("EVENT_BUS_CLAIM_IDLE_MS", cls.claim_idle_ms, minimum=10),
+            max_attempts=env_int("EVENT_BUS_MAX_ATTEMPTS", cls.max_attempts, minimum=1),
+            retry_backoff_ms=env_int("EVENT_BUS_RETRY_BACKOFF_MS", cls.retry_backoff_ms, minimum=0),
             stream_maxlen=maxlen,
             stream_hard_maxlen=hard,
-            dedup_ttl_seconds=_whole("EVENT_BUS_DEDUP_TTL_SECONDS", cls.dedup_ttl_seconds, minimum=0),
-            concurrency=_whole("EVENT_BUS_CONCURRENCY", cls.concurrency, minimum=1),
+            dedup_ttl_seconds=env_int("EVENT_BUS_DEDUP_TTL_SECONDS", cls.dedup_ttl_seconds, minimum=0),
+            concurrency=env_int("EVENT_BUS_CONCURRENCY", cls.concurrency, minimum=1),
             connect_timeout=env_float("EVENT_BUS_CONNECT_TIMEOUT", cls.connect_timeout)
             or cls.connect_timeout,
         )
@@ -75,17 +74,3 @@ class RedisBusSettings:
         """How long to wait after the ``failed_attempts``-th failure before running the handler again."""
         delay_ms = self.retry_backoff_ms * 2.0 ** (failed_attempts - 1)
         return min(delay_ms, MAX_BACKOFF_MS) / 1000
-
-
-def whole_setting(name: str, default: int, *, minimum: int) -> int:
-    """A whole-number setting of at least ``minimum`` (``default`` when unset); ``ValueError`` else."""
-    return _whole(name, default, minimum=minimum)
-
-
-def _whole(name: str, default: int, *, minimum: int) -> int:
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default
-    if not raw.isdigit() or int(raw) < minimum:
-        raise ValueError(f"{name} must be a whole number of at least {minimum}, got {raw!r}")
-    return int(raw)

@@ -32,9 +32,10 @@ address it reports.
 from __future__ import annotations
 
 import ipaddress
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+
+from core.settings import env_duration, env_int, env_str
 
 LIVENESS_PATHS = frozenset({"/system/health/live"})
 """Answered even when the connection ceiling is reached, so an orchestrator sees the process alive."""
@@ -67,28 +68,6 @@ class Bounds:
         return any(address in network for network in self.trusted_proxies)
 
 
-def _positive_int(environ: Mapping[str, str], name: str, default: int) -> int:
-    raw = environ.get(name, "").strip()
-    if not raw:
-        return default
-    if not raw.isdigit() or int(raw) < 1:
-        raise ValueError(f"{name} must be a positive whole number, got {raw!r}")
-    return int(raw)
-
-
-def _positive_float(environ: Mapping[str, str], name: str, default: float) -> float:
-    raw = environ.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        value = -1.0
-    if not value > 0 or value == float("inf"):
-        raise ValueError(f"{name} must be a positive number of seconds, got {raw!r}")
-    return value
-
-
 def parse_networks(raw: str) -> tuple[Network, ...]:
     """``HTTP_TRUSTED_PROXIES``: comma-separated addresses or CIDR networks (``10.0.0.0/8``)."""
     networks: list[Network] = []
@@ -106,23 +85,26 @@ def parse_networks(raw: str) -> tuple[Network, ...]:
     return tuple(networks)
 
 
-def load_bounds(environ: Mapping[str, str] = os.environ) -> Bounds:
-    raw_proxies = environ.get("HTTP_TRUSTED_PROXIES", "").strip()
-    proxies = parse_networks(raw_proxies)
+def load_bounds(environ: Mapping[str, str] | None = None) -> Bounds:
+    def count(name: str, default: int) -> int:
+        return env_int(name, default, minimum=1, environ=environ)
+
+    def seconds(name: str, default: float) -> float:
+        return env_duration(name, default, positive=True, finite=True, environ=environ)
+
+    proxies = parse_networks(env_str("HTTP_TRUSTED_PROXIES", environ=environ))
     return Bounds(
-        max_header_bytes=_positive_int(environ, "HTTP_MAX_HEADER_BYTES", Bounds.max_header_bytes),
-        max_headers=_positive_int(environ, "HTTP_MAX_HEADERS", Bounds.max_headers),
-        max_url_bytes=_positive_int(environ, "HTTP_MAX_URL_BYTES", Bounds.max_url_bytes),
-        header_timeout=_positive_float(environ, "HTTP_HEADER_TIMEOUT", Bounds.header_timeout),
-        body_timeout=_positive_float(environ, "HTTP_BODY_TIMEOUT", Bounds.body_timeout),
-        keepalive_timeout=_positive_float(environ, "HTTP_KEEPALIVE_TIMEOUT", Bounds.keepalive_timeout),
-        max_connections=_positive_int(environ, "HTTP_MAX_CONNECTIONS", Bounds.max_connections),
-        max_connections_per_client=_positive_int(
-            environ, "HTTP_MAX_CONNECTIONS_PER_CLIENT", Bounds.max_connections_per_client
+        max_header_bytes=count("HTTP_MAX_HEADER_BYTES", Bounds.max_header_bytes),
+        max_headers=count("HTTP_MAX_HEADERS", Bounds.max_headers),
+        max_url_bytes=count("HTTP_MAX_URL_BYTES", Bounds.max_url_bytes),
+        header_timeout=seconds("HTTP_HEADER_TIMEOUT", Bounds.header_timeout),
+        body_timeout=seconds("HTTP_BODY_TIMEOUT", Bounds.body_timeout),
+        keepalive_timeout=seconds("HTTP_KEEPALIVE_TIMEOUT", Bounds.keepalive_timeout),
+        max_connections=count("HTTP_MAX_CONNECTIONS", Bounds.max_connections),
+        max_connections_per_client=count(
+            "HTTP_MAX_CONNECTIONS_PER_CLIENT", Bounds.max_connections_per_client
         ),
-        max_streams_per_client=_positive_int(
-            environ, "HTTP_MAX_STREAMS_PER_CLIENT", Bounds.max_streams_per_client
-        ),
+        max_streams_per_client=count("HTTP_MAX_STREAMS_PER_CLIENT", Bounds.max_streams_per_client),
         trusted_proxies=proxies,
         trusted_proxies_raw=",".join(str(n) for n in proxies),
     )

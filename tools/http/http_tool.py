@@ -44,7 +44,6 @@ import asyncio
 import dataclasses
 import inspect
 import logging
-import os
 import threading
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
@@ -63,7 +62,7 @@ from core.context import current_plugin_var, identity_of
 from core.errors import ErrorKind, RequestError, ToolUnavailableError
 from core.registry import ToolStatus
 from core.reloader import base_owner, is_staging
-from core.settings import env_flag, env_float
+from core.settings import env_duration, env_flag, env_int, env_str
 
 from .auth import ADMIN, AdminCheck, AuthGate, AuthMode, Validator, bearer_token, check_mode, is_admin
 from .bounds import Bounds, load_bounds
@@ -143,24 +142,13 @@ class HttpTool(BaseTool):
         self._serve_error: BaseException | None = None
 
     async def setup(self) -> None:
-        self.host = os.environ.get("HOST", "").strip() or "127.0.0.1"
-        raw_port = os.environ.get("PORT", "").strip() or "8000"
-        if not raw_port.isdigit() or int(raw_port) > 65535:
-            raise ValueError(f"PORT must be a port number between 0 and 65535, got {raw_port!r}")
-        self.port = int(raw_port)
-        self.grace = env_float("SHUTDOWN_GRACE_SECONDS", 10.0)
-        self.heartbeat = env_float("SSE_HEARTBEAT_SECONDS", 15.0)
-        if self.heartbeat <= 0:
-            raise ValueError("SSE_HEARTBEAT_SECONDS must be positive")
-        self.sse_flush = env_float("SSE_FLUSH_SECONDS", DEFAULT_FLUSH_SECONDS)
-        if self.sse_flush < 0:
-            raise ValueError("SSE_FLUSH_SECONDS must not be negative")
+        self.host = env_str("HOST", "127.0.0.1")
+        self.port = env_int("PORT", 8000, minimum=0, maximum=65535)
+        self.grace = env_duration("SHUTDOWN_GRACE_SECONDS", 10.0)
+        self.heartbeat = env_duration("SSE_HEARTBEAT_SECONDS", 15.0, positive=True)
+        self.sse_flush = env_duration("SSE_FLUSH_SECONDS", DEFAULT_FLUSH_SECONDS)
         self.access_log = env_flag("HTTP_ACCESS_LOG")
-        raw_max = os.environ.get("HTTP_MAX_BODY_BYTES", "").strip()
-        if raw_max:
-            if not raw_max.isdigit():
-                raise ValueError(f"HTTP_MAX_BODY_BYTES must be a number of bytes, got {raw_max!r}")
-            self.max_body = int(raw_max)
+        self.max_body = env_int("HTTP_MAX_BODY_BYTES", self.max_body, minimum=0, unit="bytes")
         self.bounds = load_bounds()
         self._streams.per_client_limit = self.bounds.max_streams_per_client
 

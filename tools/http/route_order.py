@@ -16,10 +16,11 @@ Two rules the http tool applies whenever routes are registered or swapped:
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterable, Sequence
 from typing import Any
+
+from core.settings import env_list
 
 SYSTEM_PREFIX = "/system"
 DEFAULT_SYSTEM_DOMAINS = "system,dashboard"
@@ -43,8 +44,8 @@ def check_owner(path: str, owner: str | None) -> None:
 
 
 def system_domains() -> frozenset[str]:
-    raw = os.environ.get("HTTP_SYSTEM_DOMAINS", "").strip() or DEFAULT_SYSTEM_DOMAINS
-    return frozenset(name.strip() for name in raw.split(",") if name.strip())
+    default = tuple(name.strip() for name in DEFAULT_SYSTEM_DOMAINS.split(","))
+    return frozenset(env_list("HTTP_SYSTEM_DOMAINS", default))
 
 
 def _segment_rank(segment: str) -> int:

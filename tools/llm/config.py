@@ -27,12 +27,11 @@ service that does not use a model.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
-from core.settings import env_flag, env_float
+from core.settings import env_choice, env_duration, env_flag, env_str
 
 from .pricing import PriceTable
 
@@ -70,34 +69,26 @@ class LlmConfig:
 
 def load_config(project_root: Path) -> LlmConfig:
     """The configuration the environment describes; ``ValueError`` for a value that cannot be used."""
-    raw_provider = os.environ.get("LLM_PROVIDER", "").strip().lower() or Provider.OPENAI
-    try:
-        provider = Provider(raw_provider)
-    except ValueError:
-        raise ValueError(
-            f"LLM_PROVIDER={raw_provider!r} is not known; use one of {', '.join(p.value for p in Provider)}"
-        ) from None
-    timeout = env_float("LLM_TIMEOUT_SECONDS", 60.0)
-    connect_timeout = env_float("LLM_CONNECT_TIMEOUT_SECONDS", 10.0)
-    if timeout <= 0 or connect_timeout <= 0:
-        raise ValueError("LLM_TIMEOUT_SECONDS and LLM_CONNECT_TIMEOUT_SECONDS must be positive")
+    provider = Provider(env_choice("LLM_PROVIDER", Provider.OPENAI.value, [p.value for p in Provider]))
+    timeout = env_duration("LLM_TIMEOUT_SECONDS", 60.0, positive=True)
+    connect_timeout = env_duration("LLM_CONNECT_TIMEOUT_SECONDS", 10.0, positive=True)
     default_name = "echo" if provider is Provider.ECHO else "openai"
     return LlmConfig(
         provider=provider,
-        base_url=os.environ.get("LLM_BASE_URL", "").strip().rstrip("/"),
-        api_key=os.environ.get("LLM_API_KEY", "").strip(),
-        model=os.environ.get("LLM_MODEL", "").strip(),
+        base_url=env_str("LLM_BASE_URL").rstrip("/"),
+        api_key=env_str("LLM_API_KEY"),
+        model=env_str("LLM_MODEL"),
         timeout=timeout,
         connect_timeout=connect_timeout,
         stream_usage=env_flag("LLM_STREAM_USAGE", True),
-        provider_name=os.environ.get("LLM_PROVIDER_NAME", "").strip() or default_name,
+        provider_name=env_str("LLM_PROVIDER_NAME", default_name),
         prices=_prices(project_root),
     )
 
 
 def _prices(project_root: Path) -> PriceTable:
-    inline = os.environ.get("LLM_PRICES", "").strip()
-    file_name = os.environ.get("LLM_PRICES_FILE", "").strip()
+    inline = env_str("LLM_PRICES")
+    file_name = env_str("LLM_PRICES_FILE")
     if inline and file_name:
         raise ValueError("set LLM_PRICES or LLM_PRICES_FILE, not both")
     if inline:

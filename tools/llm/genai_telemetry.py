@@ -37,34 +37,33 @@ from time import perf_counter
 from typing import Any
 
 from opentelemetry import metrics, trace
-from opentelemetry.semconv._incubating.attributes.gen_ai_attributes import (
-    GEN_AI_OPERATION_NAME,
-    GEN_AI_PROVIDER_NAME,
-    GEN_AI_REQUEST_MAX_TOKENS,
-    GEN_AI_REQUEST_MODEL,
-    GEN_AI_REQUEST_TEMPERATURE,
-    GEN_AI_RESPONSE_FINISH_REASONS,
-    GEN_AI_RESPONSE_ID,
-    GEN_AI_RESPONSE_MODEL,
-    GEN_AI_TOKEN_TYPE,
-    GenAiOperationNameValues,
-    GenAiTokenTypeValues,
-)
-from opentelemetry.semconv._incubating.metrics.gen_ai_metrics import (
-    GEN_AI_CLIENT_OPERATION_DURATION,
-    GEN_AI_CLIENT_TOKEN_USAGE,
-)
-from opentelemetry.semconv.attributes.error_attributes import ERROR_TYPE
 from opentelemetry.semconv.attributes.server_attributes import SERVER_ADDRESS, SERVER_PORT
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
-from core.contracts.genai import usage_attributes
+from core.contracts.genai import (
+    ERROR_TYPE,
+    METRIC_OPERATION_DURATION,
+    METRIC_TOKEN_USAGE,
+    OPERATION_CHAT,
+    OPERATION_NAME,
+    PROVIDER_NAME,
+    REQUEST_MAX_TOKENS,
+    REQUEST_MODEL,
+    REQUEST_TEMPERATURE,
+    RESPONSE_FINISH_REASONS,
+    RESPONSE_ID,
+    RESPONSE_MODEL,
+    TOKEN_TYPE,
+    TOKEN_TYPE_INPUT,
+    TOKEN_TYPE_OUTPUT,
+    usage_attributes,
+)
 from core.contracts.types import ChatRequest, Delta, Usage
 
 SCOPE = "keel.llm"
-OPERATION = GenAiOperationNameValues.CHAT.value
-INPUT = GenAiTokenTypeValues.INPUT.value
-OUTPUT = GenAiTokenTypeValues.OUTPUT.value
+OPERATION = OPERATION_CHAT
+INPUT = TOKEN_TYPE_INPUT
+OUTPUT = TOKEN_TYPE_OUTPUT
 TOKEN_BUCKETS = (1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864)
 DURATION_BUCKETS = (0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92)
 
@@ -88,13 +87,13 @@ class GenAiTelemetry:
         self._tracer = tracer_source.get_tracer(SCOPE)
         meter = meter_source.get_meter(SCOPE)
         self._tokens = meter.create_histogram(
-            GEN_AI_CLIENT_TOKEN_USAGE,
+            METRIC_TOKEN_USAGE,
             unit="{token}",
             description="Tokens used per model call",
             explicit_bucket_boundaries_advisory=TOKEN_BUCKETS,
         )
         self._duration = meter.create_histogram(
-            GEN_AI_CLIENT_OPERATION_DURATION,
+            METRIC_OPERATION_DURATION,
             unit="s",
             description="Duration of a model call",
             explicit_bucket_boundaries_advisory=DURATION_BUCKETS,
@@ -104,16 +103,16 @@ class GenAiTelemetry:
         self, request: ChatRequest, stream: AsyncGenerator[Delta, None]
     ) -> AsyncGenerator[Delta, None]:
         base: dict[str, Any] = {
-            GEN_AI_OPERATION_NAME: OPERATION,
-            GEN_AI_PROVIDER_NAME: self.provider_name,
-            GEN_AI_REQUEST_MODEL: request.model,
+            OPERATION_NAME: OPERATION,
+            PROVIDER_NAME: self.provider_name,
+            REQUEST_MODEL: request.model,
             **self._server,
         }
         attributes = dict(base)
         if request.temperature is not None:
-            attributes[GEN_AI_REQUEST_TEMPERATURE] = request.temperature
+            attributes[REQUEST_TEMPERATURE] = request.temperature
         if request.max_tokens is not None:
-            attributes[GEN_AI_REQUEST_MAX_TOKENS] = request.max_tokens
+            attributes[REQUEST_MAX_TOKENS] = request.max_tokens
         span = self._tracer.start_span(
             f"{OPERATION} {request.model}", kind=SpanKind.CLIENT, attributes=attributes
         )
@@ -157,15 +156,15 @@ class GenAiTelemetry:
     ) -> None:
         metric_attributes = dict(base)
         if response_model:
-            metric_attributes[GEN_AI_RESPONSE_MODEL] = response_model
+            metric_attributes[RESPONSE_MODEL] = response_model
         counted = usage_attributes(usage)
         if span.is_recording():
             if response_model:
-                span.set_attribute(GEN_AI_RESPONSE_MODEL, response_model)
+                span.set_attribute(RESPONSE_MODEL, response_model)
             if response_id:
-                span.set_attribute(GEN_AI_RESPONSE_ID, response_id)
+                span.set_attribute(RESPONSE_ID, response_id)
             if finish_reasons:
-                span.set_attribute(GEN_AI_RESPONSE_FINISH_REASONS, finish_reasons)
+                span.set_attribute(RESPONSE_FINISH_REASONS, finish_reasons)
             for key, value in counted.items():
                 span.set_attribute(key, value)
             if error_type is not None:
@@ -176,5 +175,5 @@ class GenAiTelemetry:
             duration_attributes[ERROR_TYPE] = error_type
         self._duration.record(perf_counter() - started, duration_attributes)
         if counted and usage is not None:
-            self._tokens.record(usage.prompt_tokens, {**metric_attributes, GEN_AI_TOKEN_TYPE: INPUT})
-            self._tokens.record(usage.output_tokens, {**metric_attributes, GEN_AI_TOKEN_TYPE: OUTPUT})
+            self._tokens.record(usage.prompt_tokens, {**metric_attributes, TOKEN_TYPE: INPUT})
+            self._tokens.record(usage.output_tokens, {**metric_attributes, TOKEN_TYPE: OUTPUT})

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import inspect
 import logging
-import os
 import sys
 import threading
 from collections.abc import Callable
@@ -39,6 +38,7 @@ from typing import Any
 
 from core.base_tool import BaseTool
 from core.context import current_identity_var, current_plugin_var
+from core.settings import SettingError, env_str
 
 try:
     from opentelemetry import trace as otel_trace
@@ -124,9 +124,9 @@ class LoggerTool(BaseTool):
         self._previous_level: int | None = None
 
     async def setup(self) -> None:
-        level = (os.environ.get("LOG_LEVEL", "").strip() or "INFO").upper()
+        level = env_str("LOG_LEVEL", "INFO").upper()
         if level not in LEVELS:
-            raise ValueError(f"LOG_LEVEL must be one of {', '.join(LEVELS)}, got {level!r}")
+            raise SettingError("LOG_LEVEL", level, f"one of {', '.join(LEVELS)}")
         root = logging.getLogger()
         self._previous_level = root.level
         root.setLevel(level)

@@ -39,7 +39,7 @@ from core.base_tool import BaseTool
 from core.errors import ToolNotConfiguredError
 from core.reload_sources import SourceKind, classify
 from core.reloader import FileOutcome, PluginHost, plugin_host
-from core.settings import env_flag
+from core.settings import env_flag, env_int
 
 if TYPE_CHECKING:
     from core.container import Container
@@ -76,8 +76,8 @@ class PluginWatcherTool(BaseTool):
                 "plugin files are not watched: set PLUGINS_WATCH=1 to load, reload and unload them "
                 "while the service runs"
             )
-        self.debounce_ms = _milliseconds("PLUGINS_WATCH_DEBOUNCE_MS", 1600)
-        self.step_ms = _milliseconds("PLUGINS_WATCH_STEP_MS", 50)
+        self.debounce_ms = env_int("PLUGINS_WATCH_DEBOUNCE_MS", 1600, minimum=1, unit="milliseconds")
+        self.step_ms = env_int("PLUGINS_WATCH_STEP_MS", 50, minimum=1, unit="milliseconds")
         self._enabled = True
         self._publish()
 
@@ -174,12 +174,3 @@ class PluginWatcherTool(BaseTool):
                 "recent": list(self.recent),
             },
         )
-
-
-def _milliseconds(name: str, default: int) -> int:
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default
-    if not raw.isdigit() or int(raw) < 1:
-        raise ValueError(f"{name} must be a positive whole number of milliseconds, got {raw!r}")
-    return int(raw)

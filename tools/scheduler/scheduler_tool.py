@@ -82,7 +82,7 @@ from core.base_tool import BaseTool
 from core.context import current_plugin_var
 from core.registry import ToolStatus
 from core.reloader import base_owner, is_staging
-from core.settings import env_float
+from core.settings import env_float, env_int, env_str
 
 from .errors import SchedulerUnavailableError
 from .store import PostgresDatabase, SqliteDatabase, Store
@@ -149,8 +149,8 @@ class SchedulerTool(BaseTool):
         url = scheduler_url()
         self.poll = env_float("SCHEDULER_POLL_SECONDS", 1.0) or 1.0
         self.lease = env_float("SCHEDULER_LEASE_SECONDS", 30.0) or 30.0
-        self.concurrency = _whole("SCHEDULER_CONCURRENCY", 16)
-        self.max_attempts = _whole("SCHEDULER_MAX_ATTEMPTS", 5)
+        self.concurrency = env_int("SCHEDULER_CONCURRENCY", 16, minimum=1)
+        self.max_attempts = env_int("SCHEDULER_MAX_ATTEMPTS", 5, minimum=1)
         self.backoff = env_float("SCHEDULER_RETRY_BACKOFF_SECONDS", 1.0)
         self.backoff_max = env_float("SCHEDULER_RETRY_MAX_SECONDS", 300.0)
         self.misfire_grace = env_float("SCHEDULER_MISFIRE_GRACE_SECONDS", 60.0)
@@ -583,11 +583,7 @@ def _public(row: dict[str, Any]) -> dict[str, Any]:
 
 def scheduler_url() -> str:
     """``SCHEDULER_URL``, else ``DATABASE_URL``, else the default SQLite file."""
-    return (
-        os.environ.get("SCHEDULER_URL", "").strip()
-        or os.environ.get("DATABASE_URL", "").strip()
-        or DEFAULT_DATABASE_URL
-    )
+    return env_str("SCHEDULER_URL") or env_str("DATABASE_URL") or DEFAULT_DATABASE_URL
 
 
 def make_database(url: str, project_root: Path) -> SqliteDatabase | PostgresDatabase:
@@ -605,18 +601,9 @@ def make_database(url: str, project_root: Path) -> SqliteDatabase | PostgresData
     if scheme in ("postgresql", "postgres"):
         return PostgresDatabase(
             url,
-            pool_max=_whole("SCHEDULER_POOL_MAX", 5),
+            pool_max=env_int("SCHEDULER_POOL_MAX", 5, minimum=1),
             connect_timeout=env_float("SCHEDULER_CONNECT_TIMEOUT", 5.0),
         )
     raise ValueError(
         f"scheduler URL scheme {scheme!r} is not supported; use sqlite://, postgresql:// or memory://"
     )
-
-
-def _whole(name: str, default: int) -> int:
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default
-    if not raw.isdigit() or int(raw) < 1:
-        raise ValueError(f"{name} must be a whole number of at least 1, got {raw!r}")
-    return int(raw)

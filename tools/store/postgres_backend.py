@@ -17,12 +17,11 @@ connects (and tries the table) again.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable
 from time import time
 from typing import Any, TypeVar
 
-import asyncpg
+from tools._shared.pg_pool import PgPool
 
 from .backend import append_to_list_text, counter_value, expiry
 from .errors import StoreBackendUnavailable
@@ -38,7 +37,6 @@ CREATE TABLE IF NOT EXISTS keel_store (
     PRIMARY KEY (scope, k)
 )
 """
-CREATE_LOCK = "SELECT pg_advisory_xact_lock(hashtext('keel_store:' || current_schema()))"
 SELECT = "SELECT value, expires_at FROM keel_store WHERE scope = $1 AND k = $2"
 LOCK = SELECT + " FOR UPDATE"
 UPSERT = (
@@ -50,65 +48,34 @@ INSERT_NEW = (
 )
 UPDATE = "UPDATE keel_store SET value = $3, expires_at = $4 WHERE scope = $1 AND k = $2"
 
-_UNAVAILABLE = (OSError, asyncio.TimeoutError, asyncpg.InterfaceError, asyncpg.CannotConnectNowError)
-
 
 class PostgresBackend:
     def __init__(
         self, dsn: str, *, pool_max: int = 10, connect_timeout: float = 5.0, clock: Callable[[], float] = time
     ) -> None:
-        self.dsn = dsn
-        self.pool_max = pool_max
-        self.connect_timeout = connect_timeout
+        self._pool = PgPool(
+            dsn,
+            table="keel_store",
+            schema=SCHEMA,
+            owner="the store's PostgreSQL",
+            unavailable=StoreBackendUnavailable,
+            pool_max=pool_max,
+            connect_timeout=connect_timeout,
+        )
         self._clock = clock
-        self._pool: Any = None
-        self._opening = asyncio.Lock()
         self._last_sweep = 0.0
 
     def describe(self) -> str:
-        return f"postgresql (pool of up to {self.pool_max} connections)"
+        return self._pool.describe()
 
     async def open(self) -> None:
-        async with self._opening:
-            if self._pool is not None:
-                return
-            try:
-                pool = await asyncpg.create_pool(
-                    self.dsn, min_size=1, max_size=self.pool_max, timeout=self.connect_timeout
-                )
-            except (*_UNAVAILABLE, asyncpg.PostgresError) as exc:
-                raise StoreBackendUnavailable(f"cannot connect to the store's PostgreSQL: {exc}") from exc
-            try:
-                async with pool.acquire() as connection, connection.transaction():
-                    # Concurrent CREATE TABLE IF NOT EXISTS can still collide in PostgreSQL's
-                    # catalog when several processes boot together: take turns.
-                    await connection.execute(CREATE_LOCK)
-                    await connection.execute(SCHEMA)
-            except (*_UNAVAILABLE, asyncpg.PostgresError) as exc:
-                await pool.close()
-                raise StoreBackendUnavailable(
-                    f"the store's PostgreSQL cannot create its table: {exc}"
-                ) from exc
-            except BaseException:
-                await pool.close()
-                raise
-            self._pool = pool
+        await self._pool.open()
 
     async def close(self) -> None:
-        pool, self._pool = self._pool, None
-        if pool is not None:
-            await pool.close()
+        await self._pool.close()
 
     async def _with(self, work: Callable[[Any], Awaitable[T]]) -> T:
-        if self._pool is None:
-            await self.open()
-        try:
-            async with self._pool.acquire() as connection:
-                return await work(connection)
-        except (*_UNAVAILABLE, asyncpg.PostgresConnectionError) as exc:
-            raise StoreBackendUnavailable(f"the store's PostgreSQL is unreachable: {exc}") from exc
-        except asyncpg.PostgresError as exc:
-            raise StoreBackendUnavailable(f"the store's PostgreSQL refused the operation: {exc}") from exc
+        return await self._pool.run(work)
 
     async def ping(self) -> bool:
         return bool(await self._with(lambda c: c.fetchval("SELECT 1")) == 1)

@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import builtins
 import logging
-import os
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -49,7 +48,7 @@ from core.contracts.errors import StoreValueError, require_integer_amount
 from core.contracts.types import Scope
 from core.execution.keyed_lock import KeyedLock
 from core.registry import ToolStatus
-from core.settings import env_float
+from core.settings import env_float, env_int, env_str
 
 from .backend import Backend, NotACounter, NotAList, decode, encode
 from .errors import StoreBackendUnavailable, not_a_list
@@ -75,7 +74,7 @@ class StoreTool(BaseTool):
         self._locks = KeyedLock()
 
     async def setup(self) -> None:
-        url = os.environ.get("STORE_URL", "")
+        url = env_str("STORE_URL")
         backend = url.split(":", 1)[0] if ":" in url else "memory"
         # What other processes can share: a database or Redis server, not this process's memory.
         shared = backend in ("postgresql", "postgres", "redis", "rediss")
@@ -186,9 +185,11 @@ def make_backend(url: str, project_root: Path) -> Backend:
             _sqlite_path(url, rest, project_root), busy_timeout=env_float("STORE_BUSY_TIMEOUT", 5.0)
         )
     if scheme in ("postgresql", "postgres"):
-        return PostgresBackend(url, pool_max=_positive_int("STORE_POOL_MAX", 10), connect_timeout=timeout)
+        return PostgresBackend(
+            url, pool_max=env_int("STORE_POOL_MAX", 10, minimum=1), connect_timeout=timeout
+        )
     if scheme in ("redis", "rediss", "unix"):
-        prefix = os.environ.get("STORE_KEY_PREFIX", "keel:store:")
+        prefix = env_str("STORE_KEY_PREFIX", "keel:store:")
         return RedisBackend(url, prefix=prefix, connect_timeout=timeout)
     raise ValueError(
         f"STORE_URL scheme {scheme!r} is not supported; use memory://, sqlite:///path.db, "
@@ -206,15 +207,6 @@ def _sqlite_path(url: str, rest: str, project_root: Path) -> str:
     if raw == ":memory:" or Path(raw).is_absolute():
         return raw
     return str(project_root / raw)
-
-
-def _positive_int(name: str, default: int) -> int:
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default
-    if not raw.isdigit() or int(raw) < 1:
-        raise ValueError(f"{name} must be a whole number of at least 1, got {raw!r}")
-    return int(raw)
 
 
 def _scope(scope: Scope | None) -> str:

@@ -26,11 +26,11 @@ goes to stderr, and a deployment that ships stderr would otherwise get each line
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from core.errors import KeelError
+from core.settings import SettingError, env_choice, env_flag, env_float, env_list
 
 EXPORTERS = frozenset({"otlp", "console", "memory", "none"})
 PROTOCOLS = frozenset({"http/protobuf", "grpc"})
@@ -67,66 +67,49 @@ class TelemetryConfig:
     untraced_tools: frozenset[str] = frozenset()
 
 
-def load_config(environ: Mapping[str, str] = os.environ) -> TelemetryConfig:
+def load_config(environ: Mapping[str, str] | None = None) -> TelemetryConfig:
     """Read the variables above; raise :class:`TelemetryConfigError` on a value it cannot use."""
-    if _flag(environ, "OTEL_SDK_DISABLED"):
+    try:
+        return _read(environ)
+    except SettingError as exc:
+        raise TelemetryConfigError(str(exc)) from None
+
+
+def _read(environ: Mapping[str, str] | None) -> TelemetryConfig:
+    if env_flag("OTEL_SDK_DISABLED", environ=environ):
         return TelemetryConfig(
             False, "telemetry is off: OTEL_SDK_DISABLED=true (unset it, set OTEL_ENABLED=true)"
         )
-    if not _flag(environ, "OTEL_ENABLED"):
+    if not env_flag("OTEL_ENABLED", environ=environ):
         return TelemetryConfig(False, "telemetry is off: set OTEL_ENABLED=true to export traces and metrics")
-    general_protocol = _choice(environ, "OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf", PROTOCOLS)
-    sampler = _choice(environ, "OTEL_TRACES_SAMPLER", "parentbased_always_on", SAMPLERS)
+    general_protocol = env_choice("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf", PROTOCOLS, environ=environ)
+
+    def protocol(name: str) -> str:
+        return env_choice(name, general_protocol, PROTOCOLS, environ=environ)
+
+    sampler = env_choice("OTEL_TRACES_SAMPLER", "parentbased_always_on", SAMPLERS, environ=environ)
     return TelemetryConfig(
         enabled=True,
         why_off="",
         traces_exporters=_exporters(environ, "OTEL_TRACES_EXPORTER"),
         metrics_exporters=_exporters(environ, "OTEL_METRICS_EXPORTER"),
-        traces_protocol=_choice(environ, "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", general_protocol, PROTOCOLS),
-        metrics_protocol=_choice(environ, "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL", general_protocol, PROTOCOLS),
+        traces_protocol=protocol("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"),
+        metrics_protocol=protocol("OTEL_EXPORTER_OTLP_METRICS_PROTOCOL"),
         logs_exporters=_exporters(environ, "OTEL_LOGS_EXPORTER", default="none"),
-        logs_protocol=_choice(environ, "OTEL_EXPORTER_OTLP_LOGS_PROTOCOL", general_protocol, PROTOCOLS),
+        logs_protocol=protocol("OTEL_EXPORTER_OTLP_LOGS_PROTOCOL"),
         sampler=sampler,
         sampler_ratio=_ratio(environ) if sampler in RATIO_SAMPLERS else 1.0,
-        untraced_tools=frozenset(_items(environ.get("KEEL_TELEMETRY_UNTRACED_TOOLS", ""))),
+        untraced_tools=frozenset(env_list("KEEL_TELEMETRY_UNTRACED_TOOLS", lower=True, environ=environ)),
     )
 
 
-def _flag(environ: Mapping[str, str], name: str) -> bool:
-    return environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
-
-
-def _items(raw: str) -> list[str]:
-    return [item.strip().lower() for item in raw.split(",") if item.strip()]
-
-
-def _choice(environ: Mapping[str, str], name: str, default: str, allowed: frozenset[str]) -> str:
-    value = environ.get(name, "").strip().lower() or default
-    if value not in allowed:
-        raise TelemetryConfigError(f"{name}={value!r} is not supported; use {', '.join(sorted(allowed))}")
-    return value
-
-
-def _exporters(environ: Mapping[str, str], name: str, default: str = "otlp") -> tuple[str, ...]:
-    chosen = _items(environ.get(name, "")) or [default]
+def _exporters(environ: Mapping[str, str] | None, name: str, default: str = "otlp") -> tuple[str, ...]:
+    chosen = env_list(name, (default,), lower=True, environ=environ)
     unknown = sorted(set(chosen) - EXPORTERS)
     if unknown:
-        raise TelemetryConfigError(
-            f"{name} has unknown exporters {unknown}, use {', '.join(sorted(EXPORTERS))}"
-        )
+        raise SettingError(name, ",".join(chosen), f"a list of {', '.join(sorted(EXPORTERS))}")
     return tuple(dict.fromkeys(e for e in chosen if e != "none"))
 
 
-def _ratio(environ: Mapping[str, str]) -> float:
-    raw = environ.get("OTEL_TRACES_SAMPLER_ARG", "").strip()
-    if not raw:
-        return 1.0
-    try:
-        ratio = float(raw)
-    except ValueError:
-        raise TelemetryConfigError(
-            f"OTEL_TRACES_SAMPLER_ARG must be a number in [0, 1], not {raw!r}"
-        ) from None
-    if not 0.0 <= ratio <= 1.0:
-        raise TelemetryConfigError(f"OTEL_TRACES_SAMPLER_ARG must be in [0, 1], got {ratio}")
-    return ratio
+def _ratio(environ: Mapping[str, str] | None) -> float:
+    return env_float("OTEL_TRACES_SAMPLER_ARG", 1.0, minimum=0.0, maximum=1.0, environ=environ)

@@ -4,8 +4,9 @@ Only names and two small helpers live here, so the LLM tool (a later issue) and 
 one spelling of each attribute: the span of a model call is named ``"{operation} {model}"``, has
 kind CLIENT, and carries ``gen_ai.operation.name``, ``gen_ai.provider.name`` and
 ``gen_ai.request.model``; token counts go in ``gen_ai.usage.*`` when the response arrives. The
-telemetry tool's ``start_genai_span`` builds such a span. Every name is the
-``opentelemetry-semantic-conventions`` package's own.
+telemetry tool's ``start_genai_span`` builds such a span. Every name comes from
+:mod:`core.contracts.genai`, the one place they are spelled (and checked against the
+``opentelemetry-semantic-conventions`` package).
 """
 
 from __future__ import annotations
@@ -13,62 +14,30 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from opentelemetry.semconv._incubating.attributes.gen_ai_attributes import (
-    GEN_AI_AGENT_ID as AGENT_ID,
-)
-from opentelemetry.semconv._incubating.attributes.gen_ai_attributes import (
-    GEN_AI_AGENT_NAME as AGENT_NAME,
-)
-from opentelemetry.semconv._incubating.attributes.gen_ai_attributes import (
-    GEN_AI_CONVERSATION_ID as CONVERSATION_ID,
-)
-from opentelemetry.semconv._incubating.attributes.gen_ai_attributes import (
-    GEN_AI_OPERATION_NAME as OPERATION_NAME,
-)
-from opentelemetry.semconv._incubating.attributes.gen_ai_attributes import (
-    GEN_AI_PROVIDER_NAME as PROVIDER_NAME,
-)
-from opentelemetry.semconv._incubating.attributes.gen_ai_attributes import (
-    GEN_AI_REQUEST_MAX_TOKENS as REQUEST_MAX_TOKENS,
-)
-from opentelemetry.semconv._incubating.attributes.gen_ai_attributes import (
-    GEN_AI_REQUEST_MODEL as REQUEST_MODEL,
-)
-from opentelemetry.semconv._incubating.attributes.gen_ai_attributes import (
-    GEN_AI_REQUEST_TEMPERATURE as REQUEST_TEMPERATURE,
-)
-from opentelemetry.semconv._incubating.attributes.gen_ai_attributes import (
-    GEN_AI_REQUEST_TOP_P as REQUEST_TOP_P,
-)
-from opentelemetry.semconv._incubating.attributes.gen_ai_attributes import (
-    GEN_AI_RESPONSE_FINISH_REASONS as RESPONSE_FINISH_REASONS,
-)
-from opentelemetry.semconv._incubating.attributes.gen_ai_attributes import (
-    GEN_AI_RESPONSE_ID as RESPONSE_ID,
-)
-from opentelemetry.semconv._incubating.attributes.gen_ai_attributes import (
-    GEN_AI_RESPONSE_MODEL as RESPONSE_MODEL,
-)
-from opentelemetry.semconv._incubating.attributes.gen_ai_attributes import (
-    GEN_AI_TOOL_CALL_ID as TOOL_CALL_ID,
-)
-from opentelemetry.semconv._incubating.attributes.gen_ai_attributes import (
-    GEN_AI_TOOL_NAME as TOOL_NAME,
-)
-from opentelemetry.semconv._incubating.attributes.gen_ai_attributes import (
-    GEN_AI_USAGE_INPUT_TOKENS as USAGE_INPUT_TOKENS,
-)
-from opentelemetry.semconv._incubating.attributes.gen_ai_attributes import (
-    GEN_AI_USAGE_OUTPUT_TOKENS as USAGE_OUTPUT_TOKENS,
-)
-from opentelemetry.semconv._incubating.attributes.gen_ai_attributes import (
-    GenAiOperationNameValues,
-)
-from opentelemetry.semconv._incubating.metrics.gen_ai_metrics import (
-    GEN_AI_CLIENT_OPERATION_DURATION as METRIC_OPERATION_DURATION,
-)
-from opentelemetry.semconv._incubating.metrics.gen_ai_metrics import (
-    GEN_AI_CLIENT_TOKEN_USAGE as METRIC_TOKEN_USAGE,
+from core.contracts.genai import (
+    AGENT_ID,
+    AGENT_NAME,
+    CONVERSATION_ID,
+    METRIC_OPERATION_DURATION,
+    METRIC_TOKEN_USAGE,
+    OPERATION_CHAT,
+    OPERATION_EMBEDDINGS,
+    OPERATION_EXECUTE_TOOL,
+    OPERATION_INVOKE_AGENT,
+    OPERATION_NAME,
+    OPERATION_TEXT_COMPLETION,
+    PROVIDER_NAME,
+    REQUEST_MAX_TOKENS,
+    REQUEST_MODEL,
+    REQUEST_TEMPERATURE,
+    REQUEST_TOP_P,
+    RESPONSE_FINISH_REASONS,
+    RESPONSE_ID,
+    RESPONSE_MODEL,
+    TOOL_CALL_ID,
+    TOOL_NAME,
+    USAGE_INPUT_TOKENS,
+    USAGE_OUTPUT_TOKENS,
 )
 
 __all__ = [
@@ -77,7 +46,12 @@ __all__ = [
     "CONVERSATION_ID",
     "METRIC_OPERATION_DURATION",
     "METRIC_TOKEN_USAGE",
+    "OPERATION_CHAT",
+    "OPERATION_EMBEDDINGS",
+    "OPERATION_EXECUTE_TOOL",
+    "OPERATION_INVOKE_AGENT",
     "OPERATION_NAME",
+    "OPERATION_TEXT_COMPLETION",
     "PROVIDER_NAME",
     "REQUEST_MAX_TOKENS",
     "REQUEST_MODEL",
@@ -93,12 +67,6 @@ __all__ = [
     "genai_attributes",
     "genai_span_name",
 ]
-
-OPERATION_CHAT = GenAiOperationNameValues.CHAT.value
-OPERATION_TEXT_COMPLETION = GenAiOperationNameValues.TEXT_COMPLETION.value
-OPERATION_EMBEDDINGS = GenAiOperationNameValues.EMBEDDINGS.value
-OPERATION_EXECUTE_TOOL = GenAiOperationNameValues.EXECUTE_TOOL.value
-OPERATION_INVOKE_AGENT = GenAiOperationNameValues.INVOKE_AGENT.value
 
 
 def genai_span_name(operation: str, model: str | None = None) -> str:

@@ -56,7 +56,6 @@ the database, a run whose process was killed is taken over by another within abo
 from __future__ import annotations
 
 import math
-import os
 import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
@@ -92,7 +91,7 @@ from core.runs import (
     publish_manager,
     trace_for,
 )
-from core.settings import env_float
+from core.settings import env_choice, env_float
 from domains.agents.models.runs import ApprovalRequest, StartRunRequest
 from domains.agents.runs.access import Caller, auth_required, check_run, token_required
 from domains.agents.runs.quota import Payer, QuotaExceeded, SpendLedger, load_caps, spend_policy
@@ -122,9 +121,7 @@ class AgentRunsPlugin(BasePlugin):
         self.registry = registry
         self.store = store
         self.approval_timeout = env_float("AGENTS_APPROVAL_TIMEOUT_SECONDS", 86_400.0)
-        on_timeout = os.environ.get("AGENTS_APPROVAL_ON_TIMEOUT", "deny").strip().lower() or "deny"
-        if on_timeout not in ("deny", "approve"):
-            raise ValueError(f"AGENTS_APPROVAL_ON_TIMEOUT must be deny or approve, got {on_timeout!r}")
+        on_timeout = env_choice("AGENTS_APPROVAL_ON_TIMEOUT", "deny", ("deny", "approve"))
         self.approve_on_timeout = on_timeout == "approve"
         self.record_ttl = env_float("AGENTS_TOOL_RECORD_TTL_SECONDS", 7 * 24 * 3600.0) or None
         self.catalog = catalog_for(container)

@@ -16,12 +16,12 @@ open them, so without a verified token a caller is anonymous and may only use pu
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from core.errors import NotFoundError, UnauthorizedError
+from core.settings import env_raw
 
 ADMIN_ROLE = "admin"
 TENANT_CLAIM = "tenant"
@@ -29,7 +29,7 @@ TENANT_CLAIM = "tenant"
 
 def auth_required() -> bool:
     """Whether the agents endpoints need tokens: ``AUTH_SECRET_KEY`` is set."""
-    return bool(os.environ.get("AUTH_SECRET_KEY", "").strip())
+    return env_raw("AUTH_SECRET_KEY") is not None
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
@@ -44,6 +43,7 @@ from typing import Any
 from core.contracts.middleware import Call, Handler, Middleware
 from core.contracts.types import Delta, Usage
 from core.runtime import MeterExceeded
+from core.settings import SettingError, env_raw, env_str
 
 SCOPES = ("user", "tenant", "agent")
 PERIODS = ("day", "month")
@@ -66,7 +66,7 @@ class Cap:
 
 def load_caps(raw: str | None = None) -> list[Cap]:
     """The caps of ``AGENTS_SPEND_LIMITS`` (or ``raw``); a ``ValueError`` says what is wrong."""
-    text = os.environ.get("AGENTS_SPEND_LIMITS", "") if raw is None else raw
+    text = env_str("AGENTS_SPEND_LIMITS") if raw is None else raw
     if not text.strip():
         return []
     try:
@@ -290,15 +290,15 @@ def spend_policy(
 
 
 def estimate_price() -> Decimal:
-    raw = os.environ.get("AGENTS_ESTIMATE_USD_PER_MILLION_TOKENS", "").strip()
-    if not raw:
+    raw = env_raw("AGENTS_ESTIMATE_USD_PER_MILLION_TOKENS")
+    if raw is None:
         return DEFAULT_ESTIMATE_PRICE
     try:
         value = Decimal(raw)
     except InvalidOperation:
         value = Decimal(-1)
     if not value.is_finite() or value < 0:
-        raise ValueError(f"AGENTS_ESTIMATE_USD_PER_MILLION_TOKENS must be an amount >= 0, got {raw!r}")
+        raise SettingError("AGENTS_ESTIMATE_USD_PER_MILLION_TOKENS", raw, "an amount of at least 0")
     return value
 
 

@@ -20,18 +20,19 @@ statuses only: error messages, file paths and plugin errors need an admin token.
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from core import BasePlugin, Lifecycle, PluginStatus, ToolStatus
+from core.settings import env_list
 
 UNHEALTHY_TOOL = frozenset({ToolStatus.FAIL, ToolStatus.DEAD})
 
 
 def required_tools(raw: str | None = None) -> frozenset[str]:
     """The tools named by ``HEALTH_REQUIRED_TOOLS`` (``raw`` overrides the environment)."""
-    text = os.environ.get("HEALTH_REQUIRED_TOOLS", "") if raw is None else raw
-    return frozenset(name.strip() for name in text.split(",") if name.strip())
+    if raw is None:
+        return frozenset(env_list("HEALTH_REQUIRED_TOOLS"))
+    return frozenset(name.strip() for name in raw.split(",") if name.strip())
 
 
 def assess(dump: dict[str, Any], required: frozenset[str] = frozenset()) -> dict[str, Any]:

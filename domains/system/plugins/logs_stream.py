@@ -35,6 +35,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from core import BasePlugin, InvalidInputError, current_event_id_var
+from core.settings import env_int
 
 DEFAULT_BACKLOG = 1000
 DEFAULT_CLIENT_QUEUE = 1000
@@ -166,15 +167,6 @@ def _levelno(level: str) -> int:
     return number if isinstance(number, int) else 0
 
 
-def _positive_int(name: str, default: int) -> int:
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default
-    if not raw.isdigit() or int(raw) < 1:
-        raise ValueError(f"{name} must be a positive whole number, got {raw!r}")
-    return int(raw)
-
-
 def _invalid(field: str, message: str) -> InvalidInputError:
     return InvalidInputError(
         f"{field}: {message}", fields=[{"field": field, "location": "query", "message": message}]
@@ -186,8 +178,8 @@ class SystemLogsStreamPlugin(BasePlugin):
         self.http = http
         self.logger = logger
         self.broadcast = LogBroadcast(
-            _positive_int("LOG_STREAM_BACKLOG", DEFAULT_BACKLOG),
-            _positive_int("LOG_STREAM_CLIENT_QUEUE", DEFAULT_CLIENT_QUEUE),
+            env_int("LOG_STREAM_BACKLOG", DEFAULT_BACKLOG, minimum=1),
+            env_int("LOG_STREAM_CLIENT_QUEUE", DEFAULT_CLIENT_QUEUE, minimum=1),
         )
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: int | None = None

@@ -12,10 +12,10 @@ way to the first admin.
 from __future__ import annotations
 
 import logging
-import os
 from typing import Any
 
 from core import BasePlugin, ConflictError
+from core.settings import env_secret, env_str
 from domains.users.accounts import ADMIN_ROLES, create_account
 from domains.users.models.user import RegisterRequest
 
@@ -30,10 +30,10 @@ class BootstrapAdmin(BasePlugin):
         self.auth = auth
 
     async def on_boot(self) -> None:
-        username = os.environ.get("KEEL_ADMIN", "").strip()
+        username = env_str("KEEL_ADMIN")
         if not username:
             return
-        password = os.environ.get("KEEL_ADMIN_PASSWORD", "")
+        password = env_secret("KEEL_ADMIN_PASSWORD")
         if not password:
             raise ValueError("KEEL_ADMIN is set but KEEL_ADMIN_PASSWORD is not: the admin needs a password")
         RegisterRequest(username=username, password=password)  # the same rules as registering

@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import asyncio
 import math
-import os
 import secrets
 import time
 from collections import OrderedDict, deque
@@ -49,6 +48,7 @@ from collections.abc import Callable
 from typing import Any
 
 from core import BasePlugin, TooManyRequestsError, UnauthorizedError
+from core.settings import env_float
 from domains.users.models.user import LoginRequest, TokenOut
 
 MAX_TRACKED_KEYS = 100_000
@@ -205,14 +205,16 @@ class LoginUser(BasePlugin):
         self.http = http
         self.db = db
         self.auth = auth
-        window = _env_number("LOGIN_FAILURE_WINDOW_SECONDS", 900)
+        window = env_float("LOGIN_FAILURE_WINDOW_SECONDS", 900, above=True)
         self.pairs = LoginBackoff(
-            int(_env_number("LOGIN_MAX_FAILURES", 5)),
-            _env_number("LOGIN_BACKOFF_SECONDS", 60),
-            _env_number("LOGIN_BACKOFF_MAX_SECONDS", 900),
+            int(env_float("LOGIN_MAX_FAILURES", 5, above=True)),
+            env_float("LOGIN_BACKOFF_SECONDS", 60, above=True),
+            env_float("LOGIN_BACKOFF_MAX_SECONDS", 900, above=True),
             window,
         )
-        self.addresses = LoginThrottle(int(_env_number("LOGIN_MAX_FAILURES_PER_ADDRESS", 20)), window)
+        self.addresses = LoginThrottle(
+            int(env_float("LOGIN_MAX_FAILURES_PER_ADDRESS", 20, above=True)), window
+        )
         self._decoy_hash: str | None = None
         self._decoy_lock = asyncio.Lock()
 
@@ -268,16 +270,3 @@ class LoginUser(BasePlugin):
 
 def _bad_credentials() -> UnauthorizedError:
     return UnauthorizedError("invalid username or password", headers={"WWW-Authenticate": "Bearer"})
-
-
-def _env_number(name: str, default: float) -> float:
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        raise ValueError(f"{name} must be a number, got {raw!r}") from None
-    if value <= 0:
-        raise ValueError(f"{name} must be positive, got {raw!r}")
-    return value

@@ -381,7 +381,7 @@ async def test_the_trace_keeps_only_the_newest_records(monkeypatch: pytest.Monke
     [
         ("EVENT_BUS_URL", "kafka://localhost", "scheme 'kafka' is not supported"),
         ("EVENT_TRACE_BUFFER", "many", "EVENT_TRACE_BUFFER must be a whole number"),
-        ("EVENT_TRACE_BUFFER", "0", "EVENT_TRACE_BUFFER must be at least 1"),
+        ("EVENT_TRACE_BUFFER", "0", "EVENT_TRACE_BUFFER must be a whole number, at least 1"),
     ],
 )
 async def test_bad_configuration_fails_setup(

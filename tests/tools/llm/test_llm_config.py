@@ -52,8 +52,8 @@ def test_the_not_configured_error_is_a_permanent_503() -> None:
 @pytest.mark.parametrize(
     ("name", "value", "fragment"),
     [
-        ("LLM_PROVIDER", "anthropic", "LLM_PROVIDER='anthropic' is not known"),
-        ("LLM_TIMEOUT_SECONDS", "0", "must be positive"),
+        ("LLM_PROVIDER", "anthropic", "LLM_PROVIDER must be one of echo, openai, got 'anthropic'"),
+        ("LLM_TIMEOUT_SECONDS", "0", "LLM_TIMEOUT_SECONDS must be a number of seconds, above 0"),
         ("LLM_PRICES", "[1, 2]", "must be a JSON object"),
         ("LLM_PRICES", '{"m": {"input": 1}}', "needs output"),
     ],

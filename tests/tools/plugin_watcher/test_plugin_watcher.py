@@ -38,7 +38,7 @@ async def test_a_timing_that_is_not_a_number_is_a_dead_tool(
     async with booted(root) as kernel:
         tool = dump(kernel)["tools"]["plugin_watcher"]
         assert tool["status"] == "DEAD"
-        assert f"{setting} must be a positive whole number of milliseconds" in tool["message"]
+        assert f"{setting} must be a whole number of milliseconds, at least 1" in tool["message"]
 
 
 async def test_files_written_deleted_and_rewritten_take_effect(

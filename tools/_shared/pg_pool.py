@@ -1,0 +1,104 @@
+"""The PostgreSQL pool both the store and the checkpoints keep their one table in.
+
+Both open an asyncpg pool on first use, create their table under a transaction-scoped advisory
+lock (concurrent ``CREATE TABLE IF NOT EXISTS`` still collides in PostgreSQL's catalog when several
+processes boot together, so they take turns), and turn every way the server can fail into the
+tool's own "unavailable" error; the next call then connects (and tries the table) again. That
+bootstrap lives here once; each tool keeps its schema, its SQL and its error class.
+
+``tools/_shared`` is the one folder every tool may import (tests/core/test_core_purity.py); it
+defines no tool, so boot imports it and finds nothing to construct.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import asyncpg
+
+T = TypeVar("T")
+
+UNAVAILABLE: tuple[type[BaseException], ...] = (
+    OSError,
+    asyncio.TimeoutError,
+    asyncpg.InterfaceError,
+    asyncpg.CannotConnectNowError,
+)
+
+
+def create_lock(table: str) -> str:
+    """The advisory lock that serialises creating ``table`` in the current schema."""
+    return f"SELECT pg_advisory_xact_lock(hashtext('{table}:' || current_schema()))"
+
+
+class PgPool:
+    """A lazily opened pool whose first open creates the table ``schema`` describes.
+
+    ``owner`` names the server in messages ("the store's PostgreSQL"); ``unavailable`` is the
+    error raised for anything the server does wrong, so the caller's tool can report it as its own.
+    """
+
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        table: str,
+        schema: str,
+        owner: str,
+        unavailable: Callable[[str], Exception],
+        pool_max: int = 10,
+        connect_timeout: float = 5.0,
+    ) -> None:
+        self.dsn = dsn
+        self.table = table
+        self.schema = schema
+        self.owner = owner
+        self.unavailable = unavailable
+        self.pool_max = pool_max
+        self.connect_timeout = connect_timeout
+        self._pool: Any = None
+        self._opening = asyncio.Lock()
+
+    def describe(self) -> str:
+        return f"postgresql (pool of up to {self.pool_max} connections)"
+
+    async def open(self) -> None:
+        async with self._opening:
+            if self._pool is not None:
+                return
+            try:
+                pool = await asyncpg.create_pool(
+                    self.dsn, min_size=1, max_size=self.pool_max, timeout=self.connect_timeout
+                )
+            except (*UNAVAILABLE, asyncpg.PostgresError) as exc:
+                raise self.unavailable(f"cannot connect to {self.owner}: {exc}") from exc
+            try:
+                async with pool.acquire() as connection, connection.transaction():
+                    await connection.execute(create_lock(self.table))
+                    await connection.execute(self.schema)
+            except (*UNAVAILABLE, asyncpg.PostgresError) as exc:
+                await pool.close()
+                raise self.unavailable(f"{self.owner} cannot create its table: {exc}") from exc
+            except BaseException:
+                await pool.close()
+                raise
+            self._pool = pool
+
+    async def close(self) -> None:
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            await pool.close()
+
+    async def run(self, work: Callable[[Any], Awaitable[T]]) -> T:
+        """``work(connection)`` on a pooled connection, opening the pool first if need be."""
+        if self._pool is None:
+            await self.open()
+        try:
+            async with self._pool.acquire() as connection:
+                return await work(connection)
+        except (*UNAVAILABLE, asyncpg.PostgresConnectionError) as exc:
+            raise self.unavailable(f"{self.owner} is unreachable: {exc}") from exc
+        except asyncpg.PostgresError as exc:
+            raise self.unavailable(f"{self.owner} refused the operation: {exc}") from exc
