@@ -35,6 +35,7 @@ from typing import Any
 
 from core.base_plugin import BasePlugin
 from core.base_tool import BaseTool
+from core.console import failure_where
 from core.container import Container
 from core.context import current_identity_var, current_plugin_var
 from core.errors import KernelBootError, ToolNotConfiguredError, ToolUnavailableError
@@ -208,7 +209,7 @@ class Kernel:
                 self.registry.register_tool(
                     name, ToolStatus.DEAD, f"constructor raised {_describe(exc)}", relative
                 )
-                log.exception("tool %s could not be constructed", name)
+                self._log_failure(f"tool {name}", "the constructor", exc)
                 continue
             self.registry.register_tool(name, ToolStatus.OK, None, relative)
             tool.bind(project_root=self.root, registry=self.registry)
@@ -228,12 +229,12 @@ class Kernel:
             self.registry.mark_setup_failed(tool.name, reason)
         except ToolUnavailableError as exc:
             # Its infrastructure is unreachable: the tool reconnects by itself, and its first
-            # successful call (or health check) marks it OK again.
-            log.error("tool %s: setup() found its infrastructure unavailable: %s", tool.name, exc)
+            # successful call (or health check) marks it OK again. The registry logs the one line.
+            log.debug("tool %s: setup() found its infrastructure unavailable", tool.name, exc_info=exc)
             self.registry.mark_setup_failed(tool.name, f"setup() raised {_describe(exc)}", permanent=False)
         except PART_FAILURES as exc:
             # A misconfiguration: a later successful call does not mean it is set up.
-            log.exception("tool %s: setup() raised", tool.name)
+            log.debug("tool %s: setup() raised", tool.name, exc_info=exc)
             self.registry.mark_setup_failed(tool.name, f"setup() raised {_describe(exc)}")
 
     def _plugin_files(self) -> list[Path]:
@@ -349,7 +350,7 @@ class Kernel:
             reason = f"__init__ raised {_describe(exc)}"
             if staged_owner is None:
                 self.registry.update_plugin_status(plugin_id, PluginStatus.DEAD, reason)
-            log.exception("plugin %s: __init__ raised", plugin_id)
+            self._log_failure(plugin_id, "__init__", exc)
             return reason
         finally:
             current_identity_var.reset(identity_token)
@@ -420,7 +421,7 @@ class Kernel:
                 log.error("%s: %s", plugin.plugin_id, reason)
             elif (error := task.exception()) is not None:
                 reason = f"on_boot() raised {_describe(error)}"
-                log.error("%s.on_boot failed", plugin.plugin_id, exc_info=error)
+                self._log_failure(plugin.plugin_id, "on_boot()", error)
             else:
                 reason = None
             reasons.append(reason)
@@ -452,6 +453,13 @@ class Kernel:
                 release(owner)
             except Exception:
                 log.exception("tool %s: release_owner(%s) raised", tool.name, owner)
+
+    def _log_failure(self, who: str, what: str, error: BaseException) -> None:
+        """One ERROR line: who failed, why, and the file:line to look at; the traceback at DEBUG."""
+        where = failure_where(error, self.root)
+        reason = f"{what} raised {type(error).__name__}: {error}"
+        log.error("%s: %s%s", who, reason, f" ({where})" if where else "")
+        log.debug("%s: the traceback", who, exc_info=error)
 
     def _relative(self, path: Path) -> str:
         """``path`` relative to the root, as the dump names files (string slicing: boot is hot)."""
@@ -605,7 +613,7 @@ class Kernel:
             log.error("%s: %s", identity, reason)
         elif (error := task.exception()) is not None:
             reason = f"{name}() raised {_describe(error)}"
-            log.error("%s failed", identity, exc_info=error)
+            self._log_failure(identity, f"{name}()", error)
         else:
             return True
         if on_error is not None:

@@ -154,6 +154,12 @@ class Registry:
     def mark_setup_failed(self, name: str, reason: str, *, permanent: bool = True) -> None:
         """``setup()`` failed: DEAD with the reason, kept as ``setup_error``; ``permanent`` (a
         misconfiguration) means a later successful call does not bring it back, only a health check."""
+        state = self._tools.get(name)
+        if state is not None and state.status is not ToolStatus.DEAD:
+            # One ERROR line for the failure, instead of the status change's warning.
+            log.error("tool %s is DEAD: %s", name, reason)
+            state.status = ToolStatus.DEAD  # so the change below is not logged a second time
+            state.since = time.time()
         self.update_tool_status(name, ToolStatus.DEAD, reason)
         self._tools[name].setup_failed = permanent
         self._tools[name].setup_error = reason

@@ -28,7 +28,10 @@ def register(commands: Any) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
+    from core import console
     from core.kernel import Kernel
+
+    console.install()  # boot's first lines (a tool failing before the logger is set up) read the same
 
     if args.reload:
         os.environ["PLUGINS_WATCH"] = "1"
