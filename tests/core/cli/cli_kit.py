@@ -51,9 +51,12 @@ class Running:
 
 
 @contextlib.asynccontextmanager
-async def keel_run(root: Path, log: Path, **settings: str) -> AsyncIterator[Running]:
+async def keel_run(
+    root: Path, log: Path, *, ready: str = r"serving on (http://[^\s\"]+)", **settings: str
+) -> AsyncIterator[Running]:
     """``keel run`` on ``root`` (a free port), stdout and stderr into ``log`` (a pipe, not a
-    terminal), until it says where it serves; stopped with SIGTERM on exit."""
+    terminal), until its output matches ``ready`` (by default: where it serves, the URL);
+    stopped with SIGTERM on exit."""
     with log.open("wb") as out:
         process = await asyncio.create_subprocess_exec(
             sys.executable,
@@ -63,7 +66,7 @@ async def keel_run(root: Path, log: Path, **settings: str) -> AsyncIterator[Runn
             str(root),
             "run",
             cwd=PROJECT,
-            env=environment(PORT="0", HOST="127.0.0.1", **settings),
+            env=environment(**{"PORT": "0", "HOST": "127.0.0.1", **settings}),
             stdout=out,
             stderr=out,
         )
@@ -71,9 +74,9 @@ async def keel_run(root: Path, log: Path, **settings: str) -> AsyncIterator[Runn
 
     def serving() -> bool:
         text = log.read_text(errors="replace")
-        match = re.search(r"serving on (http://[^\s\"]+)", text)
+        match = re.search(ready, text)
         if match:
-            found.append(match.group(1))
+            found.append(match.group(1) if match.groups() else "")
         assert process.returncode is None, text
         return bool(match)
 
