@@ -13,52 +13,21 @@ pipelined with the other deliveries' commands). The floor is the same run with
 from __future__ import annotations
 
 import asyncio
-import os
 import sys
-import time
-import uuid
 from pathlib import Path
-from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-import redis.asyncio as aioredis  # noqa: E402
 
+from bench._redis_bus import bus_rate  # noqa: E402
 from bench._util import emit  # noqa: E402
-from tools.event_bus.event_bus_tool import EventBusTool  # noqa: E402
 
 EVENTS, BATCH, ROUNDS = 3000, 100, 3
-URL = os.environ.get("REDIS_URL_TEST", "redis://127.0.0.1:6379/0")
 
 
 async def run(dedupe_ttl: int) -> float:
-    prefix = f"keel-bench-{uuid.uuid4().hex[:8]}:"
-    os.environ.update(EVENT_BUS_URL=URL, EVENT_BUS_PREFIX=prefix, EVENT_BUS_DEDUP_TTL_SECONDS=str(dedupe_ttl))
-    bus = EventBusTool()
-    await bus.setup()
-    seen = 0
-
-    async def handler(event: Any) -> None:
-        nonlocal seen
-        seen += 1
-
-    try:
-        await bus.subscribe("bench.tick", handler, group="bench")
-        started = time.perf_counter()
-        for start in range(0, EVENTS, BATCH):
-            await asyncio.gather(*(bus.publish("bench.tick", {"n": n}) for n in range(start, start + BATCH)))
-        broker: Any = bus._broker
-        while broker.counters["delivered"] < EVENTS:  # noqa: ASYNC110 - acks are counted, not signalled
-            await asyncio.sleep(0.001)
-        return EVENTS / (time.perf_counter() - started)
-    finally:
-        await bus.shutdown()
-        client = aioredis.Redis.from_url(URL)
-        keys = [key async for key in client.scan_iter(match=f"{prefix}*", count=1000)]
-        for i in range(0, len(keys), 500):
-            await client.delete(*keys[i : i + 500])
-        await client.aclose()
+    return await bus_rate(EVENTS, BATCH, EVENT_BUS_DEDUP_TTL_SECONDS=str(dedupe_ttl))
 
 
 async def main() -> None:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import statistics
 import sys
 import time
@@ -29,44 +28,10 @@ sys.path.insert(0, str(ROOT))
 
 import redis.asyncio as aioredis  # noqa: E402
 
+from bench._redis_bus import URL, bus_rate, delete_prefixed  # noqa: E402
 from bench._util import emit, emit_ratio  # noqa: E402
-from tools.event_bus.event_bus_tool import EventBusTool  # noqa: E402
 
 EVENTS, BATCH, ROUNDS = 3000, 100, 5
-URL = os.environ.get("REDIS_URL_TEST", "redis://127.0.0.1:6379/0")
-
-
-async def cleanup(client: Any, prefix: str) -> None:
-    keys = [key async for key in client.scan_iter(match=f"{prefix}*", count=1000)]
-    for i in range(0, len(keys), 500):
-        await client.delete(*keys[i : i + 500])
-
-
-async def bus_rate() -> float:
-    prefix = f"keel-bench-{uuid.uuid4().hex[:8]}:"
-    os.environ.update(EVENT_BUS_URL=URL, EVENT_BUS_PREFIX=prefix)
-    bus = EventBusTool()
-    await bus.setup()
-    seen = 0
-
-    async def handler(event: Any) -> None:
-        nonlocal seen
-        seen += 1
-
-    try:
-        await bus.subscribe("bench.tick", handler, group="bench")
-        started = time.perf_counter()
-        for start in range(0, EVENTS, BATCH):
-            await asyncio.gather(*(bus.publish("bench.tick", {"n": n}) for n in range(start, start + BATCH)))
-        broker: Any = bus._broker
-        while broker.counters["delivered"] < EVENTS:  # noqa: ASYNC110 - acks are counted, not signalled
-            await asyncio.sleep(0.001)
-        return EVENTS / (time.perf_counter() - started)
-    finally:
-        await bus.shutdown()
-        client = aioredis.Redis.from_url(URL)
-        await cleanup(client, prefix)
-        await client.aclose()
 
 
 async def floor_rate() -> float:
@@ -109,7 +74,7 @@ async def floor_rate() -> float:
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
-        await cleanup(client, prefix)
+        await delete_prefixed(client, prefix)
         await client.aclose()
         await reader_client.aclose()
 
@@ -118,7 +83,7 @@ async def main() -> None:
     bus: list[float] = []
     floor: list[float] = []
     for round_ in range(ROUNDS):
-        pair = [(floor, floor_rate), (bus, bus_rate)]
+        pair = [(floor, floor_rate), (bus, lambda: bus_rate(EVENTS, BATCH))]
         for samples, measure in pair if round_ % 2 == 0 else reversed(pair):
             samples.append(await measure())
     b, f = statistics.median(bus), statistics.median(floor)

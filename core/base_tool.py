@@ -11,6 +11,8 @@ registry, then calls ``setup()``. Everything else is optional and discovered by 
   called when that plugin is unloaded, so an unload leaves nothing behind.
 - ``promote_owner(staged, owner)``, ``async drain_owner(owner)``, ``async
   on_plugins_changed(container)``: the live-reload hooks, described in :mod:`core.reloader`.
+- ``async apply_pending_migrations() -> dict``: apply migrations changed while the service runs
+  (the db tool); the live-reload hook described in :mod:`core.reload_sources`.
 - ``loop_factory``: a class attribute naming a faster event loop (uvloop) the kernel may use.
 """
 
@@ -77,6 +79,7 @@ _LIFECYCLE = frozenset(
         "promote_owner",
         "drain_owner",
         "on_plugins_changed",
+        "apply_pending_migrations",
         "get_interface_description",
         "health_check",
     }

@@ -41,7 +41,10 @@ its imports). An incomplete file is looked at again until ``PLUGIN_COMPLETE_TIME
 Changes are applied one at a time (a lock): a reload never overlaps another. Before a file is
 imported again its cached bytecode is removed, since two saves within the same second that leave
 the file the same size would otherwise import the stale ``.pyc``. Only the plugin file itself is
-imported again; modules it imports (a domain's models, say) stay as they were.
+imported again; modules it imports stay as they were, except a domain's models: a changed model
+(``domains/<d>/models/*.py``) is imported again with every plugin file that imports it, and a
+new or changed SQL migration (``migrations/<d>/*.sql``) is applied before the batch's plugin files
+load, see :mod:`core.reload_sources`.
 
 What tools implement (all optional, all looked up by name; a tool that registers things for
 plugins implements at least ``release_owner``):
@@ -83,6 +86,7 @@ from typing import TYPE_CHECKING, Any
 from core.container import Container
 from core.loader import forget
 from core.registry import PluginStatus
+from core.reload_sources import SourceChanges
 from core.settings import env_float
 
 if TYPE_CHECKING:
@@ -113,6 +117,8 @@ class ReloadAction(StrEnum):
     RELOADED = "reloaded"
     UNLOADED = "unloaded"
     FAILED = "failed"
+    APPLIED = "applied"
+    """A migration (:mod:`core.reload_sources`)."""
 
 
 @dataclass(frozen=True)
@@ -182,6 +188,7 @@ class PluginHost:
         self._closed = False
         self.stable_s = 0.05
         self.complete_timeout = 2.0
+        self.sources = SourceChanges(kernel)
 
     def configure(self) -> None:
         """Read ``PLUGIN_DRAIN_TIMEOUT`` and the completeness bounds; the kernel calls this at boot."""
@@ -230,29 +237,36 @@ class PluginHost:
 
     async def apply(self, paths: Iterable[Path | str]) -> list[FileOutcome]:
         """Bring the running plugins in line with these paths as they are on disk now; call it on
-        the kernel's event loop. Paths that are not plugin files are ignored, except folders under
-        ``domains/``, which stand for the plugin files below them. Tools get one
+        the kernel's event loop. Migration and model files are handled first
+        (:mod:`core.reload_sources`); other paths that are not plugin files are ignored, except
+        folders under ``domains/``, which stand for the plugin files below them. Tools get one
         ``on_plugins_changed`` per call that changed anything."""
+        paths = list(paths)
+        sources = self.sources.split(paths)
         present, gone = self._split(paths)
-        if not present and not gone:
+        if not present and not gone and not sources:
             return []
         outcomes: list[FileOutcome] = []
         async with self._lock:
             if self._closed:
                 log.info("the kernel is shutting down; ignoring %d changed plugin files", len(present + gone))
                 return []
-            for path in present:
+            prepared = await self.sources.prepare(
+                sources, present, stable_s=self.stable_s, complete_timeout=self.complete_timeout
+            )  # logs its own outcomes
+            for path in prepared.plugin_files(present):
                 await self._until_complete(path)
                 outcomes.append((await self._load(path, fresh=True))[0])
             for path in gone:
                 outcome = await self._unload_file(path)
                 if outcome is not None:
                     outcomes.append(outcome)
-            if outcomes:
+            if outcomes or prepared.outcomes:
                 await self._notify()
         for outcome in outcomes:
             _log_outcome(outcome)
-        return outcomes
+        self.sources.report(prepared, outcomes)
+        return prepared.outcomes + outcomes
 
     async def load_file(self, path: Path, *, fresh: bool = False) -> list[LoadedPlugin]:
         """Load (or reload) one file; the plugins that were constructed."""
@@ -524,6 +538,7 @@ _VERB = {
     ReloadAction.RELOADED: "boot",
     ReloadAction.FAILED: "boot",
     ReloadAction.UNLOADED: "unload",
+    ReloadAction.APPLIED: "apply",
 }
 
 

@@ -22,7 +22,10 @@ def register(commands: Any) -> None:
     parser.add_argument(
         "--reload",
         action="store_true",
-        help="reload plugin files as they change on disk (turns on the plugin watcher: PLUGINS_WATCH=1)",
+        help=(
+            "reload plugin files as they change on disk, applying new migrations and reloading the "
+            "plugins of a changed model first (turns on the plugin watcher: PLUGINS_WATCH=1)"
+        ),
     )
     parser.set_defaults(handler=handle)
 

@@ -85,7 +85,7 @@ from core.settings import env_float
 
 from .errors import ConflictError, DatabaseError, DatabaseUnavailableError, is_conflict
 from .isolation import DEFAULT_ISOLATION, isolation_sql
-from .migrations import apply_migrations
+from .migrations import apply_migrations, discover, recorded_checksums
 from .postgres import PostgresEngine
 from .sqlite import MEMORY, SqliteEngine
 from .sqltext import Dialect
@@ -178,6 +178,36 @@ class DbTool(BaseTool):
         engine, self._engine, self._live = self._engine, None, None
         if engine is not None:
             await engine.close()
+
+    async def apply_pending_migrations(self) -> dict[str, Any]:
+        """Apply what is pending under ``migrations/`` on the running database (live reload,
+        :mod:`core.reload_sources`): the same rules as at boot, but a refusal leaves ``db`` serving.
+
+        Returns ``{"applied": [names], "error": str | None, "failed": name | None, "unapplied":
+        [names]}``: ``failed`` is the file whose statement failed, ``unapplied`` every file on disk
+        still pending (or changed since it was applied) when there is an error.
+        """
+        directory = self.project_root / "migrations"
+        engine = self._live or await self._ensure_ready()
+        before = await recorded_checksums(engine)
+        error: str | None = None
+        failed: str | None = None
+        try:
+            applied = await apply_migrations(engine, directory)
+        except DatabaseUnavailableError:
+            raise
+        except DatabaseError as exc:
+            error, failed = exc.detail, getattr(exc, "migration", None)
+            after = await recorded_checksums(engine)
+            applied = sorted(name for name in after if name not in before)
+        if error is None:
+            return {"applied": applied, "error": None, "failed": None, "unapplied": []}
+        try:
+            on_disk = discover(directory)
+        except DatabaseError:
+            on_disk = []
+        unapplied = [m.name for m in on_disk if after.get(m.name) != m.checksum]
+        return {"applied": applied, "error": error, "failed": failed, "unapplied": unapplied}
 
     async def health_check(self) -> bool:
         """True when a trivial query answers."""

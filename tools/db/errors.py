@@ -119,6 +119,8 @@ class MigrationError(DatabaseError):
 
     def __init__(self, message: str) -> None:
         super().__init__(DbErrorKind.MIGRATION, message)
+        self.migration: str | None = None
+        """The file (``<domain>/<file>``) whose statement failed, when one did."""
 
 
 def transaction_aborted(failure: DatabaseError) -> DatabaseError:

@@ -191,6 +191,17 @@ async def apply_migrations(engine: MigrationEngine, directory: Path) -> list[str
     return applied
 
 
+async def recorded_checksums(engine: MigrationEngine) -> dict[str, str]:
+    """The checksum of every applied migration by name; none when nothing was ever applied."""
+    try:
+        rows = await engine.query(f"SELECT name, checksum FROM {TABLE}", ())
+    except DatabaseUnavailableError:
+        raise
+    except DatabaseError:  # the table does not exist yet
+        return {}
+    return {row["name"]: row["checksum"] for row in rows}
+
+
 async def _apply(engine: MigrationEngine, migration: Migration) -> bool:
     async with engine.transaction("read_committed"):
         await engine.lock_migrations()
@@ -202,18 +213,22 @@ async def _apply(engine: MigrationEngine, migration: Migration) -> bool:
         for number, statement in enumerate(split_statements(migration.text, engine.dialect), start=1):
             keyword = prepare(statement.text, engine.dialect).leading
             if keyword in TRANSACTION_CONTROL:
-                raise MigrationError(
+                refusal = MigrationError(
                     f"{migration.name}: statement {number} (line {statement.line}) is {keyword}: each "
                     "migration already runs in a transaction of its own, so leave transaction control out"
                 )
+                refusal.migration = migration.name
+                raise refusal
             try:
                 await engine.run_script_statement(statement.text)
             except DatabaseUnavailableError:
                 raise  # an outage, not a broken file: the tool retries when the database is back
             except DatabaseError as exc:
-                raise MigrationError(
+                failure = MigrationError(
                     f"{migration.name}: statement {number} (line {statement.line}) failed: {exc}"
-                ) from exc
+                )
+                failure.migration = migration.name
+                raise failure from exc
         await engine.execute(
             f"INSERT INTO {TABLE} (name, checksum, applied_at) VALUES ($1, $2, $3)",
             (migration.name, migration.checksum, datetime.now(UTC).isoformat(timespec="seconds")),

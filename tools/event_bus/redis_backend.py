@@ -559,20 +559,13 @@ class RedisStreamsBackend:
         await self._reply(reply_to, event.id, group, ReplyKind.NONE, "its subscribers failed")
 
     async def _settle(self, stream: str, group: str, entry_id: str, event_id: str) -> None:
-        """Acknowledge a handled entry, and mark its event id handled for the group.
-
-        Both go out in the same pipelined round trip (the mark queued first). Were the connection
-        to fail between them, the worst case is a mark without its acknowledgement: the entry is
-        delivered again and skipped as a duplicate, which is right, since its handlers succeeded."""
-        submit = self._pipeline.submit
+        """Acknowledge a handled entry, and mark its event id handled for the group (one command
+        for every entry settled in the same round trip: ``AutoPipeline.settle``)."""
         if not self._dedupes(group):
             await self._call(self._pipeline.ack, stream, group, entry_id)
             return
-        key, ttl_ms = self.keys.seen(group, event_id), self.settings.dedup_ttl_seconds * 1000
-        await asyncio.gather(
-            self._call(submit, lambda pipe: pipe.set(key, "1", px=ttl_ms)),
-            self._call(self._pipeline.ack, stream, group, entry_id),
-        )
+        mark, ttl_ms = self.keys.seen(group, event_id), self.settings.dedup_ttl_seconds * 1000
+        await self._call(self._pipeline.settle, stream, group, entry_id, mark, ttl_ms)
 
     async def _dead_letter(
         self,

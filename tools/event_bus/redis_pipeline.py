@@ -7,7 +7,8 @@ waits no longer than with a direct call), and everything queued while a round tr
 goes out together in the next one. Each caller still awaits its own result, and an error reply
 fails only the command it belongs to. Acknowledgements go one step further: those of one stream
 and group waiting together become a single ``XACK``, so Redis and the client handle one command
-per batch of deliveries rather than one per delivery.
+per batch of deliveries rather than one per delivery, and with de-duplication on, the handled marks
+of that batch travel in the same command (:data:`SETTLE_SCRIPT`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,23 @@ log = logging.getLogger("keel.event_bus")
 Queue = Callable[[Any], Any]
 """Adds one command to a redis-py pipeline (``lambda pipe: pipe.xack(...)``)."""
 
+SETTLE_SCRIPT = """
+local ttl = ARGV[2]
+for i = 2, #KEYS do redis.call('SET', KEYS[i], '1', 'PX', ttl) end
+local acked = 0
+for i = 3, #ARGV, 500 do
+  acked = acked + redis.call('XACK', KEYS[1], ARGV[1], unpack(ARGV, i, math.min(i + 499, #ARGV)))
+end
+return acked
+"""
+"""Marks a batch of events handled (``SET seen PX ttl`` each), then acknowledges their entries.
+
+KEYS = the stream, then the marks; ARGV = the group, the TTL in ms, then the entry ids. One script
+rather than a ``SET`` per delivery and an ``XACK`` per batch: Redis and the client handle one command
+for the whole batch, and the marks and the acknowledgement can no longer be split by a failed
+connection. Were the script to fail part-way, marks exist for entries not yet acknowledged: those are
+delivered again and skipped as duplicates, which is right, since their handlers succeeded."""
+
 
 class AutoPipeline:
     def __init__(self, client: Any) -> None:
@@ -29,6 +47,7 @@ class AutoPipeline:
         self._queued: list[tuple[Queue, asyncio.Future[Any]]] = []
         self._flusher: asyncio.Task[None] | None = None
         self._acks: dict[tuple[str, str], tuple[list[str], asyncio.Future[Any]]] = {}
+        self._settles: dict[tuple[str, str, int], tuple[list[str], list[str], asyncio.Future[Any]]] = {}
 
     def submit(self, command: Queue) -> asyncio.Future[Any]:
         """Queue one command; the future gets its reply (or the error it raised)."""
@@ -48,6 +67,22 @@ class AutoPipeline:
             waiting = self._acks[key] = ([], future)
         waiting[0].append(entry_id)
         return waiting[1]
+
+    def settle(self, stream: str, group: str, entry_id: str, mark: str, ttl_ms: int) -> asyncio.Future[Any]:
+        """Queue the handled mark ``mark`` and the ``XACK`` of ``entry_id``; those of one stream, group
+        and TTL queued together go out as one :data:`SETTLE_SCRIPT` call (sharing its future)."""
+        key = (stream, group, ttl_ms)
+        waiting = self._settles.get(key)
+        if waiting is None:
+
+            def queue(pipe: Any) -> Any:
+                ids, marks, _ = self._settles.pop(key)
+                return pipe.eval(SETTLE_SCRIPT, 1 + len(marks), stream, *marks, group, ttl_ms, *ids)
+
+            waiting = self._settles[key] = ([], [], self.submit(queue))
+        waiting[0].append(entry_id)
+        waiting[1].append(mark)
+        return waiting[2]
 
     async def drain(self) -> None:
         """Wait until every command queued so far has had its reply."""

@@ -18,8 +18,11 @@ after it opened, so an editor's save (a temporary file, a rename) or a ``git che
 many files is applied as one batch. The host looks at what is on disk when it applies a batch,
 not at the kind of event, so an atomic save (write elsewhere, rename over) is just a change.
 
-Only plugin files (``domains/<d>/plugins/*.py``, not starting with ``_``) and folders under
-``domains/`` (a domain moved away) count; a model file changing does not reload anything.
+Only plugin files (``domains/<d>/plugins/*.py``, not starting with ``_``), model files
+(``domains/<d>/models/*.py``: the plugins importing them are reloaded), migrations
+(``migrations/<d>/*.sql``, watched when ``migrations/`` exists at boot: applied before the batch's
+plugins load, see :mod:`core.reload_sources`) and folders under ``domains/`` (a domain moved away)
+count.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from watchfiles import Change, awatch
 
 from core.base_tool import BaseTool
 from core.errors import ToolNotConfiguredError
+from core.reload_sources import SourceKind, classify
 from core.reloader import FileOutcome, PluginHost, plugin_host
 from core.settings import env_flag
 
@@ -97,9 +101,11 @@ class PluginWatcherTool(BaseTool):
             await stop.wait()
             return
         self._stopped = False
+        migrations = host.root / "migrations"
+        watched = [host.domains, migrations] if migrations.is_dir() else [host.domains]
         try:
             async for changes in awatch(
-                host.domains,
+                *watched,
                 watch_filter=self._wanted,
                 debounce=self.debounce_ms,
                 step=self.step_ms,
@@ -148,7 +154,11 @@ class PluginWatcherTool(BaseTool):
         if host is None:
             return False
         name = os.path.basename(path)
-        return host.is_plugin_file(path) or ("." not in name and name != "__pycache__")
+        return (
+            classify(host.root, path) is not SourceKind.OTHER
+            or host.is_plugin_file(path)
+            or ("." not in name and name != "__pycache__")
+        )
 
     def _publish(self) -> None:
         domains = self._host.domains if self._host is not None else self.project_root / "domains"

@@ -161,6 +161,48 @@ async def test_a_failing_file_is_rolled_back_whole_and_not_recorded(engine: str,
             await db.scalar("SELECT count(*) FROM half")
 
 
+async def test_pending_files_are_applied_while_the_tool_serves_and_a_refusal_leaves_it_serving(
+    engine: str, root: Path
+) -> None:
+    write_migration(root, "shop/001_items.sql", "CREATE TABLE items (name TEXT);")
+    async with started_tool(DbTool, root) as db:
+        assert await db.apply_pending_migrations() == {
+            "applied": [],
+            "error": None,
+            "failed": None,
+            "unapplied": [],
+        }
+        write_migration(root, "shop/002_seed.sql", "INSERT INTO items VALUES ('seed');")
+        write_migration(
+            root, "shop/003_bad.sql", "CREATE TABLE half (x INTEGER);\nINSERT INTO nowhere VALUES (1);"
+        )
+        write_migration(root, "users/001_users.sql", "CREATE TABLE users (name TEXT);")
+        answer = await db.apply_pending_migrations()
+        assert answer["applied"] == ["shop/002_seed.sql"]
+        assert answer["failed"] == "shop/003_bad.sql"
+        assert answer["error"].startswith("shop/003_bad.sql: statement 2 (line 2) failed")
+        assert answer["unapplied"] == ["shop/003_bad.sql", "users/001_users.sql"]  # it stopped at the failure
+        assert await db.scalar("SELECT count(*) FROM items") == 1  # and still serves
+
+        write_migration(root, "shop/003_bad.sql", "CREATE TABLE half (x INTEGER);")
+        answer = await db.apply_pending_migrations()
+        assert answer == {
+            "applied": ["shop/003_bad.sql", "users/001_users.sql"],
+            "error": None,
+            "failed": None,
+            "unapplied": [],
+        }
+
+        write_migration(root, "shop/001_items.sql", "CREATE TABLE items (name TEXT, price INTEGER);")
+        answer = await db.apply_pending_migrations()
+        assert "applied migration changed on disk: shop/001_items.sql" in answer["error"]
+        assert (answer["applied"], answer["failed"], answer["unapplied"]) == (
+            [],
+            None,
+            ["shop/001_items.sql"],
+        )
+
+
 async def test_transaction_control_in_a_file_is_refused(engine: str, root: Path) -> None:
     write_migration(
         root, "shop/001_tx.sql", "CREATE TABLE a (x INTEGER);\nBEGIN;\nCREATE TABLE b (x INTEGER);\nCOMMIT;"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import httpx
 import pytest
 
 from tests.kit import booted, until, write
@@ -85,3 +86,77 @@ async def test_a_file_outside_the_plugin_folders_changes_nothing(
         await until(lambda: answers(base_url, "/items", 1), "the plugin file serves /items")
         recent = dump(kernel)["kernel"]["capabilities"]["plugin_watch"]["recent"]
         assert [r["file"] for r in recent] == ["domains/shop/plugins/items.py"]
+
+
+TAGS = """
+    from core import BasePlugin
+
+
+    class Tags(BasePlugin):
+        def __init__(self, http, db):
+            self.http = http
+            self.db = db
+
+        def on_boot(self):
+            self.http.add_endpoint("/tags", "GET", self.list_tags)
+
+        async def list_tags(self, data, context):
+            return {"tags": await self.db.query("SELECT name FROM tags ORDER BY name")}
+"""
+
+
+async def tags_answer(base_url: str) -> bool:
+    async with httpx.AsyncClient(base_url=base_url, timeout=5) as client:
+        response = await client.get("/tags")
+    return response.status_code == 200 and response.json() == {"tags": [{"name": "fresh"}]}
+
+
+async def test_a_migration_and_the_plugin_using_it_dropped_in_together_serve(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = watched_root(tmp_path, tools=("http", "plugin_watcher", "event_bus", "db"))
+    write(root, "migrations/shop/001_create_items.sql", "CREATE TABLE items (name TEXT);\n")
+    monkeypatch.setenv("DATABASE_URL", "sqlite:///data/test.db")
+    async with watching(root, monkeypatch) as (kernel, base_url):
+        migration = "migrations/shop/002_create_tags.sql"
+        write(root, migration, "CREATE TABLE tags (name TEXT);\nINSERT INTO tags VALUES ('fresh');\n")
+        write(root, "domains/shop/plugins/tags.py", TAGS)
+        await until(lambda: tags_answer(base_url), "/tags answers from the new table")
+        recent = dump(kernel)["kernel"]["capabilities"]["plugin_watch"]["recent"]
+        assert (migration, "applied") in {(r["file"], r["action"]) for r in recent}
+        assert dump(kernel)["load_errors"] == {}
+
+
+SHOWN = """
+    from core import BasePlugin
+    from domains.shop.models.item import Item
+
+
+    class Shown(BasePlugin):
+        def __init__(self, http):
+            self.http = http
+
+        def on_boot(self):
+            self.http.add_endpoint("/shown", "GET", self.show)
+
+        async def show(self, data, context):
+            return Item.model_validate({"name": "apple", "price": 3}).model_dump()
+"""
+
+
+async def shown(base_url: str, expected: dict[str, object]) -> bool:
+    async with httpx.AsyncClient(base_url=base_url, timeout=5) as client:
+        response = await client.get("/shown")
+    return response.status_code == 200 and response.json() == expected
+
+
+async def test_an_edited_model_reloads_the_plugin_that_imports_it(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    model = "from pydantic import BaseModel\n\n\nclass Item(BaseModel):\n    name: str\n"
+    write(root, "domains/shop/models/item.py", model)
+    write(root, "domains/shop/plugins/shown.py", SHOWN)
+    async with watching(root, monkeypatch) as (kernel, base_url):
+        assert await shown(base_url, {"name": "apple"})
+        write(root, "domains/shop/models/item.py", model + "    price: int = 0\n")
+        await until(lambda: shown(base_url, {"name": "apple", "price": 3}), "/shown has the new field")
