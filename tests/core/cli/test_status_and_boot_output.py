@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.core.cli.cli_kit import keel, keel_run
-from tests.kit import PROJECT, free_port, make_root, write
+from tests.kit import PROJECT, free_port, make_root, started_tool, write
 
 BROKEN = """
 from core import BasePlugin
@@ -135,3 +135,31 @@ async def test_log_format_json_is_one_object_per_line(tmp_path: Path) -> None:
     assert failure["name"] == "kernel"
     assert failure["message"].endswith("(domains/demo/plugins/broken.py:6)")
     assert any(r["message"].startswith(f"serving on {running.url} (API ") for r in records)
+
+
+async def test_status_of_an_instance_with_auth_needs_an_admin_token(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tools.auth.auth_tool import AuthTool
+
+    secret = "s" * 40
+    root = project(tmp_path)
+    (root / "tools" / "auth").symlink_to(PROJECT / "tools" / "auth", target_is_directory=True)
+    (root / "domains" / "auth_wiring").symlink_to(
+        PROJECT / "domains" / "auth_wiring", target_is_directory=True
+    )
+    monkeypatch.setenv("AUTH_SECRET_KEY", secret)
+    async with started_tool(AuthTool, root) as auth:
+        token = auth.create_token("ada", {"admin": True})
+    async with keel_run(root, tmp_path / "run.log", AUTH_SECRET_KEY=secret) as running:
+        refused = keel(root, "status", "--url", running.url)
+        with_flag = keel(root, "status", "--url", running.url, "--token", token)
+        from_environment = keel(root, "status", "--url", running.url, KEEL_TOKEN=token)
+    assert refused.returncode == 1
+    assert refused.stderr.startswith(
+        f"keel status: {running.url}/system/status answered 401: it needs an admin"
+    )
+    assert "pass --token or set KEEL_TOKEN" in refused.stderr
+    for done in (with_flag, from_environment):
+        assert done.returncode == 0, done.stderr
+        assert re.search(r"^  OK    auth\b", done.stdout, re.M), done.stdout
