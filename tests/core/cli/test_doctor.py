@@ -91,3 +91,14 @@ def test_an_unreachable_redis_fails_with_the_fix(tmp_path: Path) -> None:
     assert failure.startswith("FAIL Redis at 127.0.0.1:1 (STORE_URL) does not answer PING")
     assert "fix: start Redis there, or correct STORE_URL" in failure
     assert "hunter2" not in done.stdout  # a password never reaches the report
+
+
+def test_a_separate_scheduler_database_is_tried_too(tmp_path: Path) -> None:
+    done = keel(
+        project(tmp_path), "doctor", "--timeout", "2", SCHEDULER_URL="postgresql://postgres@127.0.0.1:1/x"
+    )
+    assert done.returncode == 1
+    failure = lines(done.stdout)["backend.other_databases"]
+    assert failure.startswith("FAIL cannot connect to PostgreSQL at 127.0.0.1:1"), failure
+    assert "correct SCHEDULER_URL (or leave it empty to use DATABASE_URL)" in failure
+    assert lines(done.stdout)["backend.database"].startswith("ok SQLite file ")
