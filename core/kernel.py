@@ -116,7 +116,9 @@ class Kernel:
                 tool.on_boot_complete(self.container),
                 tool_timeout,
                 f"{tool.name}.on_boot_complete",
-                on_error=functools.partial(self.registry.update_tool_status, tool.name, ToolStatus.DEAD),
+                on_error=functools.partial(
+                    self.registry.update_tool_status, tool.name, ToolStatus.DEAD, log_change=False
+                ),
             )
         self._booted = True
         if not self.stop_event.is_set():

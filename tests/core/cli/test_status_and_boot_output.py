@@ -163,3 +163,29 @@ async def test_status_of_an_instance_with_auth_needs_an_admin_token(
     for done in (with_flag, from_environment):
         assert done.returncode == 0, done.stderr
         assert re.search(r"^  OK    auth\b", done.stdout, re.M), done.stdout
+
+
+async def test_a_tool_whose_boot_complete_hook_fails_is_one_error_line(tmp_path: Path) -> None:
+    root = make_root(tmp_path, tools=("logger", "http"))
+    write(
+        root,
+        "tools/fragile/fragile_tool.py",
+        """
+        from core import BaseTool
+
+
+        class FragileTool(BaseTool):
+            name = "fragile"
+
+            async def on_boot_complete(self, container):
+                raise OSError("the spool is full")
+        """,
+    )
+    async with keel_run(root, tmp_path / "run.log") as running:
+        pass
+    errors = [line for line in running.output().splitlines() if " ERROR " in line or " WARNING " in line]
+    assert len(errors) == 1, running.output()
+    assert errors[0].endswith(
+        "ERROR kernel: fragile.on_boot_complete: on_boot_complete() raised OSError: the spool is full "
+        "(tools/fragile/fragile_tool.py:8)"
+    ), errors[0]
