@@ -342,7 +342,9 @@ class Kernel:
             reason = f"missing required tools: {', '.join(missing)}"
             if staged_owner is None:
                 self.registry.update_plugin_status(plugin_id, PluginStatus.DEAD, reason)
-                log.error("plugin %s is DEAD: %s", plugin_id, reason)
+                init = getattr(cls.__init__, "__code__", None)
+                where = f"{self._relative(path)}:{init.co_firstlineno}" if init else self._relative(path)
+                log.error("plugin %s is DEAD: %s (%s)", plugin_id, reason, where)
             return reason
         owner_token = current_plugin_var.set(owner)
         identity_token = current_identity_var.set(f"{plugin_id}.__init__")

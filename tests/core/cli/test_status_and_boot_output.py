@@ -189,3 +189,27 @@ async def test_a_tool_whose_boot_complete_hook_fails_is_one_error_line(tmp_path:
         "ERROR kernel: fragile.on_boot_complete: on_boot_complete() raised OSError: the spool is full "
         "(tools/fragile/fragile_tool.py:8)"
     ), errors[0]
+
+
+async def test_a_plugin_missing_a_tool_is_one_error_line_naming_its_init(tmp_path: Path) -> None:
+    root = make_root(tmp_path, tools=("logger", "http"))
+    write(
+        root,
+        "domains/demo/plugins/needy.py",
+        """
+        from core import BasePlugin
+
+
+        class Needy(BasePlugin):
+            def __init__(self, http, mailer):
+                self.mailer = mailer
+        """,
+    )
+    async with keel_run(root, tmp_path / "run.log") as running:
+        pass
+    errors = [line for line in running.output().splitlines() if " ERROR " in line]
+    assert len(errors) == 1, running.output()
+    assert errors[0].endswith(
+        "ERROR kernel: plugin demo.Needy is DEAD: missing required tools: mailer "
+        "(domains/demo/plugins/needy.py:5)"
+    ), errors[0]
