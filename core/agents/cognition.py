@@ -11,11 +11,12 @@ an answer with tool calls runs each tool (in order, through ``ctx.invoker.tool``
 middleware applies) and appends the results as ``tool`` messages; an answer without tool calls is the
 final answer. Its rules:
 
-* A tool that raises becomes a ``tool`` message reading ``error: <type>: <message>``, and the loop
-  goes on: the model sees the failure and can recover. So does a call to a tool that does not exist.
-  Three things are not tool failures and propagate: ``Cancelled`` (the run was told to stop),
-  ``MeterExceeded`` (a ceiling was crossed) and every ``BaseException`` that is not an ``Exception``
-  (task cancellation, ``ScriptExhausted``).
+* Each call runs by the rules of ``core.agents.tool_calls.run_tool_call`` (shared with a durable
+  run that settles the calls its process left unanswered): a tool that raises becomes a ``tool``
+  message reading ``error: <type>: <message>``, and the loop goes on: the model sees the failure and
+  can recover. So does a call to a tool that does not exist. Three things are not tool failures and
+  propagate: ``Cancelled`` (the run was told to stop), ``MeterExceeded`` (a ceiling was crossed) and
+  every ``BaseException`` that is not an ``Exception`` (task cancellation, ``ScriptExhausted``).
 * Safe points: the cancellation token is checked before each model call and before each tool run.
 * After ``max_iterations`` model calls without a final answer the run stops with reason
   ``max_iterations`` and the last text the model produced.
@@ -25,17 +26,14 @@ final answer. Its rules:
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from core.agents.result import StopReason
 from core.agents.session import AgentRun
+from core.agents.tool_calls import render_tool_result, run_tool_call
 from core.contracts.ports import ToolPort
-from core.contracts.types import Message, Role, StreamEvent, StreamEventKind, ToolCall, ToolRequest
-from core.execution.cancellation import Cancelled
-from core.runtime.meters import MeterExceeded
-from core.serialization import thaw
+from core.contracts.types import Message, Role, StreamEvent, StreamEventKind, ToolCall
 
 __all__ = ["Cognition", "ReActCognition", "SingleCallCognition", "render_tool_result"]
 
@@ -59,18 +57,6 @@ class SingleCallCognition:
                 break
         run.messages.append(Message(Role.ASSISTANT, content))
         yield run.finish(content)
-
-
-def render_tool_result(value: Any) -> str:
-    """A tool's return value as the text of a ``tool`` message (JSON when it is JSON-like)."""
-    if value is None:
-        return ""
-    if isinstance(value, str):
-        return value
-    try:
-        return json.dumps(thaw(value), ensure_ascii=False, default=str)
-    except (TypeError, ValueError):
-        return str(value)
 
 
 class ReActCognition:
@@ -113,27 +99,7 @@ class ReActCognition:
         )
 
     async def _run_tool(self, run: AgentRun, call: ToolCall) -> tuple[Any, str]:
-        ctx = run.ctx
-        await ctx.emit(
+        await run.ctx.emit(
             "step", f"tool {call.name}", payload={"tool": call.name, "call_id": call.id}, agent=run.agent.name
         )
-        tool = self._by_name.get(call.name)
-        if tool is None:
-            known = ", ".join(sorted(self._by_name)) or "none"
-            text = f"error: there is no tool named {call.name!r} (available: {known})"
-            return text, text
-        request = ToolRequest(
-            call.name,
-            call.arguments,
-            tool=tool,
-            side_effecting=bool(getattr(tool, "side_effecting", False)),
-            call_id=call.id,
-        )
-        try:
-            value = await ctx.invoker.tool(request, ctx)
-        except (Cancelled, MeterExceeded):
-            raise
-        except Exception as exc:
-            text = f"error: {type(exc).__name__}: {exc}"
-            return text, text
-        return value, render_tool_result(value)
+        return await run_tool_call(run.ctx, call, self._by_name)

@@ -25,13 +25,14 @@ Being ``core``, these modules are not reloaded while the service runs: live relo
 plugin files only (:mod:`core.reloader`), so a change here takes effect at the next start.
 """
 
+from core.agents.tool_calls import is_side_effecting
 from core.runs.approval import approval_key, approval_policy, awaiting, decide
 from core.runs.catalog import AgentCatalog, AgentSpec, catalog_for
 from core.runs.execution import RunExecution, RunServices
 from core.runs.index import DEFAULT_LEASE_SECONDS, RunIndex
 from core.runs.manager import RunManager, RunSettings
 from core.runs.record import RunRecord
-from core.runs.tool_records import idempotency_key, is_side_effecting
+from core.runs.tool_records import idempotency_key
 from core.runs.tracing import trace_for
 from core.runs.triggers import Trigger, TriggerBook, manager_for, publish_manager, run_id_for, triggers_for
 

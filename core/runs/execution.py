@@ -49,7 +49,7 @@ from core.state.stores import CheckpointVersionConflict
 
 from .catalog import AgentSpec
 from .feed import RESUMED, RunFeed, event_data
-from .open_turn import finish_open_turn, last_assistant_turn
+from .open_turn import last_assistant_turn, settle_open_turn
 from .record import RunRecord, json_safe, tool_call_json, usage_json
 from .tool_records import call_key, current_call_key, record_tool_results
 
@@ -177,7 +177,10 @@ class RunExecution:
             self.ctx.check_cancelled()
             if not run.messages:
                 run.messages = await self._compose()
-            await finish_open_turn(self, cognition)
+            settling = settle_open_turn(run, self.record, self.services.store, cognition)
+            async with aclosing(settling) as answers:
+                async for event in answers:
+                    await self.step(event)
             steps: Any = _continuing(cognition, run.model_calls).drive(run)
             async with aclosing(steps) as events:
                 async for event in events:

@@ -13,27 +13,27 @@ transcript like that. Before the cognition continues, each unanswered call is se
   - nothing was recorded and the tool declares ``side_effecting = False``: it is run again;
 * a call that never started is run now, checkpointed before and after like any other.
 
-Running a tool here follows ``ReActCognition``'s rules: through ``ctx.invoker.tool`` (so the tool
-middleware applies), an unknown tool or a tool that raises becomes an ``error: ...`` result the model
-sees, while ``Cancelled`` and ``MeterExceeded`` propagate.
+The settling is a stream of ``tool_call`` / ``tool_result`` events, as a cognition's tool loop is:
+:func:`settle_open_turn` yields them and the run (``core.runs.execution``) records and checkpoints
+each one as it records the cognition's, so this module knows nothing of the run that consumes it.
+A tool is run by the rules ``ReActCognition`` follows (``core.agents.tool_calls.run_tool_call``):
+through ``ctx.invoker.tool`` (so the tool middleware applies), an unknown tool or a tool that raises
+becomes an ``error: ...`` result the model sees, while ``Cancelled`` and ``MeterExceeded`` propagate.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import AsyncGenerator, Sequence
+from typing import Any
 
-from core.agents import ReActCognition
-from core.agents.cognition import Cognition, render_tool_result
-from core.contracts.ports import ToolPort
-from core.contracts.types import Message, Role, StreamEvent, StreamEventKind, ToolCall, ToolRequest
-from core.execution.cancellation import Cancelled
-from core.runtime import MeterExceeded
+from core.agents import AgentRun, ReActCognition
+from core.agents.cognition import Cognition
+from core.agents.tool_calls import is_side_effecting, run_tool_call
+from core.contracts.ports import StorePort, ToolPort
+from core.contracts.types import Message, Role, StreamEvent, StreamEventKind, ToolCall
 
-from .tool_records import call_key, is_side_effecting, recorded_result
-
-if TYPE_CHECKING:
-    from .execution import RunExecution
+from .record import RunRecord
+from .tool_records import call_key, recorded_result
 
 UNKNOWN_OUTCOME = (
     "error: this call was in progress when the run's process stopped, so its outcome is unknown; "
@@ -49,8 +49,14 @@ def last_assistant_turn(messages: Sequence[Message]) -> int:
     return -1
 
 
-async def finish_open_turn(execution: RunExecution, cognition: Cognition) -> None:
-    run = execution.agent_run
+async def settle_open_turn(
+    run: AgentRun, record: RunRecord, store: StorePort | None, cognition: Cognition
+) -> AsyncGenerator[StreamEvent, None]:
+    """The events that answer every unanswered call of the transcript's last assistant turn.
+
+    The consumer must record each event before asking for the next: a ``tool_call`` event is
+    followed by the call running, which relies on its ``pending`` checkpoint being saved.
+    """
     turn = last_assistant_turn(run.messages)
     if turn < 0 or not run.messages[turn].tool_calls:
         return
@@ -61,46 +67,30 @@ async def finish_open_turn(execution: RunExecution, cognition: Cognition) -> Non
     for call in run.messages[turn].tool_calls:
         if call.id in answered:
             continue
-        key = call_key(execution.record.run_id, turn, call.id)
-        pending = execution.record.pending
+        key = call_key(record.run_id, turn, call.id)
+        pending = record.pending
         asked = None
         if pending is not None and pending.get("key") == key:
             asked = pending.get("awaiting_approval")
-            recorded = await recorded_result(execution.services.store, key)
+            recorded = await recorded_result(store, key)
             if recorded is not None:
-                await _answer(execution, call, recorded["result"], str(recorded["text"]))
+                yield _answer(run, call, recorded["result"], str(recorded["text"]))
                 continue
             tool = tools.get(call.name)
             # A call still awaiting a human's approval never started: it is asked about again.
             if tool is None or (is_side_effecting(tool) and asked is None):
-                await _answer(execution, call, UNKNOWN_OUTCOME, UNKNOWN_OUTCOME)
+                yield _answer(run, call, UNKNOWN_OUTCOME, UNKNOWN_OUTCOME)
                 continue
-        await execution.step(StreamEvent(StreamEventKind.TOOL_CALL, tool_call=call))
-        if asked is not None and execution.record.pending is not None:
-            execution.record.pending["awaiting_approval"] = asked  # the same question and expiry
-        value, text = await _run_tool(execution, call, tools)
-        await _answer(execution, call, value, text)
+        yield StreamEvent(StreamEventKind.TOOL_CALL, tool_call=call)
+        if asked is not None and record.pending is not None:
+            record.pending["awaiting_approval"] = asked  # the same question and expiry
+        if call.name in tools:
+            run.ctx.check_cancelled()
+        value, text = await run_tool_call(run.ctx, call, tools)
+        yield _answer(run, call, value, text)
 
 
-async def _answer(execution: RunExecution, call: ToolCall, value: Any, text: str) -> None:
-    execution.agent_run.messages.append(Message(Role.TOOL, text, name=call.name, tool_call_id=call.id))
-    await execution.step(StreamEvent(StreamEventKind.TOOL_RESULT, tool_call=call, tool_result=value))
-
-
-async def _run_tool(execution: RunExecution, call: ToolCall, tools: dict[str, ToolPort]) -> tuple[Any, str]:
-    tool = tools.get(call.name)
-    if tool is None:
-        known = ", ".join(sorted(tools)) or "none"
-        text = f"error: there is no tool named {call.name!r} (available: {known})"
-        return text, text
-    ctx = execution.ctx
-    ctx.check_cancelled()
-    request = ToolRequest(call.name, call.arguments, tool=tool, side_effecting=is_side_effecting(tool))
-    try:
-        value = await ctx.invoker.tool(request, ctx)  # type: ignore[union-attr]
-    except (Cancelled, MeterExceeded):
-        raise
-    except Exception as exc:
-        text = f"error: {type(exc).__name__}: {exc}"
-        return text, text
-    return value, render_tool_result(value)
+def _answer(run: AgentRun, call: ToolCall, value: Any, text: str) -> StreamEvent:
+    """The result event of ``call``, its ``tool`` message appended to the transcript first."""
+    run.messages.append(Message(Role.TOOL, text, name=call.name, tool_call_id=call.id))
+    return StreamEvent(StreamEventKind.TOOL_RESULT, tool_call=call, tool_result=value)

@@ -31,9 +31,9 @@ stable **idempotency key**: :func:`idempotency_key` returns, inside a tool call 
 call's key (the same in every process and on every retry of that call), to pass on to the
 service it calls (an ``Idempotency-Key`` header, a unique request id, a conditional write).
 
-**Tools are side-effecting unless they say otherwise** (:func:`is_side_effecting`): a call that was
-in flight when its process stopped is run again on resume only if its tool declares
-``side_effecting = False``.
+**Tools are side-effecting unless they say otherwise**
+(:func:`~core.agents.tool_calls.is_side_effecting`): a call that was in flight when its process
+stopped is run again on resume only if its tool declares ``side_effecting = False``.
 """
 
 from __future__ import annotations
@@ -43,7 +43,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextvars import ContextVar
 from typing import Any
 
-from core.agents.cognition import render_tool_result
+from core.agents.tool_calls import is_side_effecting as is_side_effecting  # re-exported
+from core.agents.tool_calls import render_tool_result
 from core.contracts.errors import StoreUnavailable
 from core.contracts.middleware import Call, Handler, Middleware, collect_one
 from core.contracts.ports import StorePort
@@ -64,11 +65,6 @@ def idempotency_key() -> str | None:
     """Inside a tool call of an agent run: the call's stable key ``agents:tool:<run>:<turn>:<call>``
     (the same in whichever process runs or re-runs the call); ``None`` outside one."""
     return current_call_key.get()
-
-
-def is_side_effecting(tool: object) -> bool:
-    """True unless the tool declares ``side_effecting = False`` (safe to run again)."""
-    return getattr(tool, "side_effecting", True) is not False
 
 
 Fence = Callable[[], Awaitable[None]]

@@ -5,7 +5,7 @@ the trigger's budget; a trigger job that runs again starts no second run."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -13,55 +13,16 @@ import pytest
 
 from core.agents import Agent, ReActCognition
 from core.runs.catalog import AgentCatalog
-from core.runs.execution import RunServices
-from core.runs.manager import RunManager, RunSettings
+from core.runs.manager import RunManager
 from core.runs.triggers import publish_manager, run_id_for, triggers_for
-from core.runtime import NoopTrace
 from core.state.stores import InMemoryCheckpointStore
 from core.testing import FakeLLM, Turn
 from domains.agents.plugins.agent_triggers import JOB, AgentTriggersPlugin
 from tests.conftest import DATABASE_ENGINES, database_url
+from tests.core.runs.runs_kit import Index, run_manager
 from tests.kit import bound_tool, until
 from tools.event_bus.event_bus_tool import EventBusTool
 from tools.scheduler.scheduler_tool import SchedulerTool
-
-
-class Index:
-    """The ``agent_runs`` table shared by the "processes": a run id is indexed once."""
-
-    def __init__(self) -> None:
-        self.status: dict[str, str] = {}
-
-    async def add(
-        self,
-        run_id: str,
-        agent: str,
-        created_at: float,
-        *,
-        owner: str | None = None,
-        tenant: str | None = None,
-    ) -> None:
-        if run_id in self.status:
-            raise RuntimeError(f"duplicate run id {run_id}")
-        self.status[run_id] = "running"
-
-    async def set_status(self, run_id: str, status: str) -> None:
-        self.status[run_id] = status
-
-    async def remove(self, run_id: str) -> None:
-        self.status.pop(run_id, None)
-
-    async def claimable(self) -> list[tuple[str, str]]:
-        return []
-
-    async def claim(self, run_id: str) -> bool:
-        return False
-
-    async def renew(self, run_ids: Iterable[str]) -> set[str]:
-        return set(run_ids)
-
-    async def release(self, run_ids: Iterable[str] | None = None) -> None:
-        return None
 
 
 class Container:
@@ -98,12 +59,7 @@ async def processes(
             catalog = AgentCatalog()
             llm = FakeLLM.script([Turn("triaged")], repeat_last=True)
             catalog.declare(Agent("triage", "fake", ReActCognition([])), llm=llm)
-            manager = RunManager(
-                catalog=catalog,
-                index=index,  # type: ignore[arg-type]
-                services=RunServices(checkpoint=checkpoints, store=None, trace=NoopTrace()),
-                settings=RunSettings(cancel_grace=0.05, poll=0.05),
-            )
+            manager = run_manager(catalog, checkpoints, index)
             made.append(Process(scheduler, bus, manager))
         try:
             yield made, checkpoints, index
