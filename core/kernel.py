@@ -35,6 +35,7 @@ from typing import Any
 
 from core.base_plugin import BasePlugin
 from core.base_tool import BaseTool
+from core.console import failure_where
 from core.container import Container
 from core.context import current_identity_var, current_plugin_var
 from core.errors import KernelBootError, ToolNotConfiguredError, ToolUnavailableError
@@ -115,7 +116,9 @@ class Kernel:
                 tool.on_boot_complete(self.container),
                 tool_timeout,
                 f"{tool.name}.on_boot_complete",
-                on_error=functools.partial(self.registry.update_tool_status, tool.name, ToolStatus.DEAD),
+                on_error=functools.partial(
+                    self.registry.update_tool_status, tool.name, ToolStatus.DEAD, log_change=False
+                ),
             )
         self._booted = True
         if not self.stop_event.is_set():
@@ -208,7 +211,7 @@ class Kernel:
                 self.registry.register_tool(
                     name, ToolStatus.DEAD, f"constructor raised {_describe(exc)}", relative
                 )
-                log.exception("tool %s could not be constructed", name)
+                self._log_failure(f"tool {name}", "the constructor", exc)
                 continue
             self.registry.register_tool(name, ToolStatus.OK, None, relative)
             tool.bind(project_root=self.root, registry=self.registry)
@@ -228,12 +231,12 @@ class Kernel:
             self.registry.mark_setup_failed(tool.name, reason)
         except ToolUnavailableError as exc:
             # Its infrastructure is unreachable: the tool reconnects by itself, and its first
-            # successful call (or health check) marks it OK again.
-            log.error("tool %s: setup() found its infrastructure unavailable: %s", tool.name, exc)
+            # successful call (or health check) marks it OK again. The registry logs the one line.
+            log.debug("tool %s: setup() found its infrastructure unavailable", tool.name, exc_info=exc)
             self.registry.mark_setup_failed(tool.name, f"setup() raised {_describe(exc)}", permanent=False)
         except PART_FAILURES as exc:
             # A misconfiguration: a later successful call does not mean it is set up.
-            log.exception("tool %s: setup() raised", tool.name)
+            log.debug("tool %s: setup() raised", tool.name, exc_info=exc)
             self.registry.mark_setup_failed(tool.name, f"setup() raised {_describe(exc)}")
 
     def _plugin_files(self) -> list[Path]:
@@ -339,7 +342,9 @@ class Kernel:
             reason = f"missing required tools: {', '.join(missing)}"
             if staged_owner is None:
                 self.registry.update_plugin_status(plugin_id, PluginStatus.DEAD, reason)
-                log.error("plugin %s is DEAD: %s", plugin_id, reason)
+                init = getattr(cls.__init__, "__code__", None)
+                where = f"{self._relative(path)}:{init.co_firstlineno}" if init else self._relative(path)
+                log.error("plugin %s is DEAD: %s (%s)", plugin_id, reason, where)
             return reason
         owner_token = current_plugin_var.set(owner)
         identity_token = current_identity_var.set(f"{plugin_id}.__init__")
@@ -349,7 +354,7 @@ class Kernel:
             reason = f"__init__ raised {_describe(exc)}"
             if staged_owner is None:
                 self.registry.update_plugin_status(plugin_id, PluginStatus.DEAD, reason)
-            log.exception("plugin %s: __init__ raised", plugin_id)
+            self._log_failure(plugin_id, "__init__", exc)
             return reason
         finally:
             current_identity_var.reset(identity_token)
@@ -420,7 +425,7 @@ class Kernel:
                 log.error("%s: %s", plugin.plugin_id, reason)
             elif (error := task.exception()) is not None:
                 reason = f"on_boot() raised {_describe(error)}"
-                log.error("%s.on_boot failed", plugin.plugin_id, exc_info=error)
+                self._log_failure(plugin.plugin_id, "on_boot()", error)
             else:
                 reason = None
             reasons.append(reason)
@@ -452,6 +457,13 @@ class Kernel:
                 release(owner)
             except Exception:
                 log.exception("tool %s: release_owner(%s) raised", tool.name, owner)
+
+    def _log_failure(self, who: str, what: str, error: BaseException) -> None:
+        """One ERROR line: who failed, why, and the file:line to look at; the traceback at DEBUG."""
+        where = failure_where(error, self.root)
+        reason = f"{what} raised {type(error).__name__}: {error}"
+        log.error("%s: %s%s", who, reason, f" ({where})" if where else "")
+        log.debug("%s: the traceback", who, exc_info=error)
 
     def _relative(self, path: Path) -> str:
         """``path`` relative to the root, as the dump names files (string slicing: boot is hot)."""
@@ -605,7 +617,7 @@ class Kernel:
             log.error("%s: %s", identity, reason)
         elif (error := task.exception()) is not None:
             reason = f"{name}() raised {_describe(error)}"
-            log.error("%s failed", identity, exc_info=error)
+            self._log_failure(identity, f"{name}()", error)
         else:
             return True
         if on_error is not None:
@@ -731,6 +743,8 @@ def _describe(exc: BaseException) -> str:
         return f"{type(exc).__name__}: {exc.msg} ({Path(exc.filename or '?').name}, line {exc.lineno})"
     else:
         frames = traceback.extract_tb(exc.__traceback__)
+        core_dir = f"{Path(__file__).resolve().parent}{os.sep}"
+        frames = [f for f in frames if not f.filename.startswith(core_dir)] or frames  # core raises for tools
         if frames:
             last = frames[-1]
             where = f" ({Path(last.filename).name}:{last.lineno})"

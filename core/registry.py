@@ -129,7 +129,11 @@ class Registry:
     ) -> None:
         self._tools[name] = ToolState(ToolStatus(status), message, file)
 
-    def update_tool_status(self, name: str, status: ToolStatus | str, message: str | None = None) -> None:
+    def update_tool_status(
+        self, name: str, status: ToolStatus | str, message: str | None = None, *, log_change: bool = True
+    ) -> None:
+        """Set a tool's status; a change is logged unless ``log_change`` is off (the caller logged the
+        failure already: one line per failure)."""
         state = self._tools.get(name)
         if state is None:
             self._tools[name] = ToolState(ToolStatus(status), message)
@@ -140,6 +144,7 @@ class Registry:
             state.setup_error = None
         if new_status is not state.status:
             state.since = time.time()
+        if new_status is not state.status and log_change:
             log.log(
                 logging.WARNING if new_status in (ToolStatus.FAIL, ToolStatus.DEAD) else logging.INFO,
                 "tool %s: %s -> %s%s",
@@ -154,7 +159,10 @@ class Registry:
     def mark_setup_failed(self, name: str, reason: str, *, permanent: bool = True) -> None:
         """``setup()`` failed: DEAD with the reason, kept as ``setup_error``; ``permanent`` (a
         misconfiguration) means a later successful call does not bring it back, only a health check."""
-        self.update_tool_status(name, ToolStatus.DEAD, reason)
+        state = self._tools.get(name)
+        if state is None or state.status is not ToolStatus.DEAD:
+            log.error("tool %s is DEAD: %s", name, reason)  # one ERROR line, not a warning as well
+        self.update_tool_status(name, ToolStatus.DEAD, reason, log_change=False)
         self._tools[name].setup_failed = permanent
         self._tools[name].setup_error = reason
 

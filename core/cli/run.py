@@ -31,7 +31,10 @@ def register(commands: Any) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
+    from core import console
     from core.kernel import Kernel
+
+    console.install()  # boot's first lines (a tool failing before the logger is set up) read the same
 
     if args.reload:
         env_set("PLUGINS_WATCH", "1")

@@ -409,7 +409,7 @@ class HttpTool(BaseTool):
             await asyncio.wait((serving, listening), return_when=asyncio.FIRST_COMPLETED)
             if listening.done():
                 self.base_url = url_of(sock)
-                log.info("serving on http://%s:%d", _bracketed(self.host), sock.getsockname()[1])
+                log.info("serving on %s", self._urls_line(self.base_url))
                 self._warn_if_admin_is_open()
                 self._listening.set()
                 await asyncio.wait((serving, stopping), return_when=asyncio.FIRST_COMPLETED)
@@ -427,6 +427,18 @@ class HttpTool(BaseTool):
                 sock.close()
                 self._fail_listening(RuntimeError("the http server stopped before it was listening"))
         log.info("http server stopped")
+
+    def _urls_line(self, base: str) -> str:
+        """``http://host:port`` (what the process kit and people look for), then where the API docs
+        and every HTML page (the dashboard) are: the line a person opens their browser from."""
+        shown = f"http://{_bracketed(self.host)}:{base.rsplit(':', 1)[1]}"
+        links = [f"API {base}", f"docs {base}/docs"]
+        for endpoint in sorted(self.get_endpoints(), key=lambda e: e["path"]):
+            last = endpoint["path"].rstrip("/").rsplit("/", 1)[-1]
+            if str(endpoint["identity"]).startswith("page ") and "." not in last:
+                label = str(endpoint["owner"] or "page").split(".", 1)[0]
+                links.append(f"{label} {base}{endpoint['path']}")
+        return f"{shown} ({', '.join(links)})"
 
     async def wait_until_serving(self) -> str:
         """The base URL (``http://host:port``) once the server listens; raises if it could not start."""

@@ -16,9 +16,11 @@ Both end in the same place: ``setup()`` installs one handler on the root logger 
   traced work). A four-parameter sink is called as before.
 
 ``LOG_LEVEL`` (default ``INFO``) sets the root logger's level. A default sink writes one readable
-line per record to stderr: ``timestamp LEVEL identity: message``, followed by
-`` trace_id=... span_id=...`` when a span is active; outside plugin code the stderr line names the
-standard logger instead, in brackets (``[uvicorn.error]``).
+line per record to stderr in the format of :mod:`core.console`: ``12:00:05 ERROR identity: message``,
+coloured on a terminal (``NO_COLOR``, ``FORCE_COLOR``), or one JSON object per line with
+``LOG_FORMAT=json`` (which also carries the active span's ``trace_id`` and ``span_id``); outside
+plugin code the line names the standard logger instead (``uvicorn.error``, ``kernel`` for
+``keel.kernel``).
 
 Sinks run synchronously in the thread that logged (often a worker thread), so they must be quick
 and thread-safe. A sink that raises is reported once on stderr and keeps being called; it never
@@ -37,6 +39,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from core.base_tool import BaseTool
+from core.console import Style, format_line, log_format, short_name, style_for
 from core.context import current_identity_var, current_plugin_var
 from core.settings import SettingError, env_str
 
@@ -52,12 +55,17 @@ LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 _PLUGIN_LOGGER = "keel"
 
 
+_style: list[Style] = []  # chosen at setup (a terminal check per line would be a system call)
+
+
 def stderr_sink(
     level: str, message: str, timestamp: str, identity: str | None, trace: TraceIds | None = None
 ) -> None:
-    """The default sink: ``timestamp LEVEL identity: message [trace_id=... span_id=...]`` on stderr."""
-    ids = f" trace_id={trace[0]} span_id={trace[1]}" if trace else ""
-    sys.stderr.write(f"{timestamp} {level:<8} {identity or '-'}: {message}{ids}\n")
+    """The default sink: ``12:00:05 LEVEL identity: message`` on stderr (:mod:`core.console`)."""
+    if not _style:
+        _style.append(style_for(sys.stderr))
+    created = datetime.fromisoformat(timestamp).timestamp()
+    sys.stderr.write(format_line(level, message, created, identity or "-", trace, style=_style[0]) + "\n")
 
 
 def current_trace_ids() -> TraceIds | None:
@@ -83,6 +91,8 @@ def _takes_trace(sink: Sink) -> bool:
 
 class _SinkHandler(logging.Handler):
     """The root-logger handler: formats each record once and fans it out to the sinks."""
+
+    keel_console = True  # core.console's early handler steps aside for this one
 
     def __init__(self, tool: LoggerTool) -> None:
         super().__init__()
@@ -127,6 +137,8 @@ class LoggerTool(BaseTool):
         level = env_str("LOG_LEVEL", "INFO").upper()
         if level not in LEVELS:
             raise SettingError("LOG_LEVEL", level, f"one of {', '.join(LEVELS)}")
+        log_format()  # a bad LOG_FORMAT is refused here, with the fix
+        _style[:] = [style_for(sys.stderr)]
         root = logging.getLogger()
         self._previous_level = root.level
         root.setLevel(level)
@@ -197,7 +209,7 @@ class LoggerTool(BaseTool):
         source: str,
         trace: TraceIds | None = None,
     ) -> None:
-        label = identity or f"[{source}]"
+        label = identity or short_name(source)
         local = self._local
         if getattr(local, "dispatching", False):
             # A sink logged: only stderr gets that line, so a sink can never feed itself.

@@ -47,7 +47,8 @@ async def test_serves_on_a_free_port_and_says_where(
     assert response.headers["x-request-id"] == "wire-1"
     port = int(url.rsplit(":", 1)[1])
     assert port != 0
-    assert f"serving on http://127.0.0.1:{port}" in caplog.messages
+    base = f"http://127.0.0.1:{port}"
+    assert f"serving on {base} (API {base}, docs {base}/docs)" in caplog.messages
 
 
 async def test_stop_lets_in_flight_requests_finish(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -199,9 +199,9 @@ async def test_the_default_stderr_line_is_readable(
     finally:
         await tool.shutdown()
     lines = capsys.readouterr().err.splitlines()
-    stamp = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}\+00:00"
-    assert re.fullmatch(stamp + r" INFO     demo\.Hello\.greet: hello ann", lines[0])
-    assert re.fullmatch(stamp + r" WARNING  \[uvicorn\.error\]: server busy", lines[1])
+    stamp = r"\d\d:\d\d:\d\d"
+    assert re.fullmatch(stamp + r" INFO demo\.Hello\.greet: hello ann", lines[0])
+    assert re.fullmatch(stamp + r" WARNING uvicorn\.error: server busy", lines[1])
 
 
 async def test_a_sink_must_be_callable(logger: LoggerTool) -> None:
@@ -229,5 +229,5 @@ async def test_a_sink_taking_a_fifth_parameter_gets_the_active_trace_and_span_id
     assert plain.messages() == ["outside any span", "inside the span"]  # four-parameter sinks unchanged
     err = capsys.readouterr().err.splitlines()
     assert err[0].endswith("outside any span")
-    assert err[1].endswith(f"inside the span trace_id={ids[0]} span_id={ids[1]}")
+    assert err[1].endswith("inside the span")  # ids are for machines: LOG_FORMAT=json carries them
     provider.shutdown()
