@@ -742,9 +742,9 @@ def _describe(exc: BaseException) -> str:
     if isinstance(exc, SyntaxError):
         return f"{type(exc).__name__}: {exc.msg} ({Path(exc.filename or '?').name}, line {exc.lineno})"
     else:
-        frames = traceback.extract_tb(exc.__traceback__)
         core_dir = f"{Path(__file__).resolve().parent}{os.sep}"
-        frames = [f for f in frames if not f.filename.startswith(core_dir)] or frames  # core raises for tools
+        every = traceback.extract_tb(exc.__traceback__)
+        frames = [f for f in every if not f.filename.startswith(core_dir)] or every  # core raises for tools
         if frames:
             last = frames[-1]
             where = f" ({Path(last.filename).name}:{last.lineno})"
