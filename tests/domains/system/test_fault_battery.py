@@ -37,7 +37,7 @@ FAULTS = {
             def __init__(self, http):
                 self.http = http
 
-            def on_boot(self):
+            async def on_boot(self):  # async, as Me's: hooks on the loop start in file order, so this one is first
                 self.http.add_endpoint("/x/{id}", "GET", self.by_id)
                 self.http.add_endpoint("/system/status", "GET", self.by_id)
 
@@ -51,7 +51,7 @@ FAULTS = {
             def __init__(self, http):
                 self.http = http
 
-            def on_boot(self):
+            async def on_boot(self):
                 self.http.add_endpoint("/x/me", "GET", self.me)
                 self.http.add_endpoint("/x/{id}", "GET", self.me)  # shadowing the other: refused
 
