@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from decimal import ROUND_DOWN
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar, overload
 
 from core.agents.agent import Agent
 from core.agents.result import AgentResult
@@ -75,6 +75,28 @@ def child_context(parent: _Context, budget: Budget) -> _Context:
         meters=[parent.budget, *parent.meters],
         depth=parent.depth + 1,
     )
+
+
+@overload
+async def run_agents(
+    tasks: Sequence[AgentTask | tuple[Agent, str]],
+    ctx: RunContext,
+    *,
+    limit: int | None = None,
+    best_effort: Literal[False] = False,
+    until: TerminationCondition | None = None,
+) -> list[AgentResult]: ...
+
+
+@overload
+async def run_agents(
+    tasks: Sequence[AgentTask | tuple[Agent, str]],
+    ctx: RunContext,
+    *,
+    limit: int | None = None,
+    best_effort: bool,
+    until: TerminationCondition | None = None,
+) -> list[AgentResult | Failure]: ...
 
 
 async def run_agents(

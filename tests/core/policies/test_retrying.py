@@ -70,7 +70,7 @@ async def test_does_not_retry_unknown_or_permanent_failures(error: Exception) ->
 async def test_never_retries_once_the_stream_has_started() -> None:
     llm = MidStreamFailure()
     clock = FakeClock()
-    invoker = Invoker(llm=llm, chat_middleware=[retry(max_attempts=3, sleep=clock.sleep)])  # type: ignore[arg-type]
+    invoker = Invoker(llm=llm, chat_middleware=[retry(max_attempts=3, sleep=clock.sleep)])
     ctx = make_test_ctx(invoker=invoker)
     received: list[str] = []
     with pytest.raises(TimeoutError, match="mid-stream"):
