@@ -16,7 +16,15 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from typing import NamedTuple
 
+import coverage
 import pytest
+from hypothesis import settings
+
+# Under coverage (`make test`) the tracer slows each example about 1.5 times, so Hypothesis's 200 ms
+# deadline would time the tracer, not the code, and fail a correct test on a busy machine.
+settings.register_profile("coverage", deadline=None)
+if coverage.Coverage.current() is not None:
+    settings.load_profile("coverage")
 
 DEFAULT_POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"

@@ -24,9 +24,9 @@ every child.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import ROUND_DOWN
-from typing import Any
+from typing import Any, Literal, TypeVar, overload
 
 from core.agents.agent import Agent
 from core.agents.result import AgentResult
@@ -37,6 +37,8 @@ from core.runtime.context import RunContext
 from core.runtime.meters import MONEY_PLACES, Budget
 
 __all__ = ["AgentTask", "carve_budgets", "child_context", "run_agents"]
+
+_Context = TypeVar("_Context", bound=RunContext)
 
 
 @dataclass(frozen=True)
@@ -61,18 +63,40 @@ def carve_budgets(parent: Budget, n: int) -> list[Budget]:
     return [Budget(max_cost_usd=share, max_calls=calls) for _ in range(n)]
 
 
-def child_context(parent: RunContext, budget: Budget) -> RunContext:
-    """A context for one child: its own budget, charged to the parent's meters too."""
-    return RunContext(
-        scope=parent.scope,
+def child_context(parent: _Context, budget: Budget) -> _Context:
+    """A context for one child: its own budget, charged to the parent's meters too.
+
+    Of the parent's class, so the children of an ``InvokingContext`` keep their invoker.
+    """
+    return replace(
+        parent,
         budget=budget,
-        services=parent.services,
-        correlation_id=parent.correlation_id,
-        autonomy=parent.autonomy,
         cancel=parent.cancel.child(),
         meters=[parent.budget, *parent.meters],
         depth=parent.depth + 1,
     )
+
+
+@overload
+async def run_agents(
+    tasks: Sequence[AgentTask | tuple[Agent, str]],
+    ctx: RunContext,
+    *,
+    limit: int | None = None,
+    best_effort: Literal[False] = False,
+    until: TerminationCondition | None = None,
+) -> list[AgentResult]: ...
+
+
+@overload
+async def run_agents(
+    tasks: Sequence[AgentTask | tuple[Agent, str]],
+    ctx: RunContext,
+    *,
+    limit: int | None = None,
+    best_effort: bool,
+    until: TerminationCondition | None = None,
+) -> list[AgentResult | Failure]: ...
 
 
 async def run_agents(

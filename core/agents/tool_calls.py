@@ -21,6 +21,7 @@ from typing import Any
 from core.contracts.ports import ToolPort
 from core.contracts.types import ToolCall, ToolRequest
 from core.execution.cancellation import Cancelled
+from core.runtime.context import InvokingContext
 from core.runtime.meters import MeterExceeded
 from core.serialization import thaw
 
@@ -44,9 +45,11 @@ def render_tool_result(value: Any) -> str:
         return str(value)
 
 
-async def run_tool_call(ctx: Any, call: ToolCall, tools: Mapping[str, ToolPort]) -> tuple[Any, str]:
+async def run_tool_call(
+    ctx: InvokingContext, call: ToolCall, tools: Mapping[str, ToolPort]
+) -> tuple[Any, str]:
     """Run ``call`` with the tool of its name in ``tools``; its value and the text the model is shown.
-    ``ctx`` is the run's context (a ``RunContext``: its ``invoker`` runs the call)."""
+    ``ctx`` is the run's context, with the ``invoker`` that runs the call."""
     tool = tools.get(call.name)
     if tool is None:
         known = ", ".join(sorted(tools)) or "none"

@@ -45,7 +45,7 @@ from core.contracts.ports import Checkpoint, CheckpointPort, CheckpointStatus, S
 from core.contracts.types import Message, Role, StreamEvent, StreamEventKind, Usage
 from core.execution.cancellation import CancellationToken, Cancelled
 from core.policies import meter, retry, tracing
-from core.runtime import Budget, Invoker, MeterExceeded, RunContext, Services
+from core.runtime import Budget, Invoker, InvokingContext, MeterExceeded, Services
 from core.state.stores import CheckpointVersionConflict
 
 from .catalog import AgentSpec
@@ -100,7 +100,7 @@ class RunExecution:
         self.agent_run.usage = record.usage
         self.agent_run.model_calls = record.model_calls
 
-    def _context(self) -> RunContext:
+    def _context(self) -> InvokingContext:
         record, services = self.record, self.services
         budget = Budget(
             max_cost_usd=Decimal(record.max_cost_usd) if record.max_cost_usd is not None else None,
@@ -127,7 +127,7 @@ class RunExecution:
                 *(services.tool_policies(self) if services.tool_policies else ()),
             ],
         )
-        return RunContext(
+        return InvokingContext(
             budget=budget,
             services=Services(
                 invoker=invoker, store=services.store, checkpointer=services.checkpoint, trace=services.trace

@@ -1,11 +1,12 @@
 """The runtime a run executes in: its context, the invoker that runs its calls, and its meters.
 
-``RunContext`` and ``Services`` (``core.runtime.context``), ``Invoker`` (``core.runtime.invoker``),
-``Budget`` / ``Quota`` / ``MeterExceeded`` (``core.runtime.meters``), the production null objects
-(``core.runtime.null``), ``NullCtx`` and the shipped observers (``core.runtime.observers``).
+``RunContext``, ``InvokingContext`` and ``Services`` (``core.runtime.context``), ``Invoker``
+(``core.runtime.invoker``), ``Budget`` / ``Quota`` / ``MeterExceeded`` (``core.runtime.meters``), the
+production null objects (``core.runtime.null``), ``NullCtx`` and the shipped observers
+(``core.runtime.observers``).
 """
 
-from core.runtime.context import Autonomy, RunContext, Services
+from core.runtime.context import Autonomy, InvokingContext, RunContext, Services
 from core.runtime.invoker import Invoker, InvokerNotConfigured
 from core.runtime.meters import Budget, Meter, MeterExceeded, Quota
 from core.runtime.null import (
@@ -24,6 +25,7 @@ __all__ = [
     "Budget",
     "CollectingObserver",
     "Invoker",
+    "InvokingContext",
     "InvokerNotConfigured",
     "Meter",
     "MeterExceeded",

@@ -12,6 +12,10 @@ to the no-op objects of ``core.runtime.null`` and the clock to the system clock,
 so no two ``Services`` share one. ``invoker``, ``store``, ``vector``, ``checkpointer`` and ``asker`` stay
 ``None`` until wired: a missing store must read as missing, not as an empty one.
 
+``InvokingContext`` is a ``RunContext`` whose services carry an ``Invoker``, checked when it is built,
+so its ``ctx.invoker`` is an ``Invoker`` and never ``None``. Code that calls models or tools through the
+invoker takes one, and the type checker, not a ``None`` test at every call, says the invoker is there.
+
 ``emit`` never raises into the run: an observer that fails is logged and the run goes on.
 """
 
@@ -20,9 +24,9 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
 from core.contracts.ports import (
     CheckpointPort,
@@ -43,7 +47,7 @@ from core.runtime.null import NoopMetrics, NoopObserver, NoopReplayStore, NoopTr
 if TYPE_CHECKING:
     from core.runtime.invoker import Invoker
 
-__all__ = ["Autonomy", "RunContext", "Services"]
+__all__ = ["Autonomy", "InvokingContext", "RunContext", "Services"]
 
 _log = logging.getLogger(__name__)
 
@@ -146,22 +150,14 @@ class RunContext:
         """A safe point: raise ``Cancelled`` if the run's token has been cancelled."""
         self.cancel.raise_if_cancelled()
 
-    def child(self) -> RunContext:
+    def child(self) -> Self:
         """A context for a sub-run: same identity, budget, meters and services; one level deeper.
 
         The child's token is a child of this one, so cancelling the parent reaches the child but a
-        child cancelling itself does not stop its siblings.
+        child cancelling itself does not stop its siblings. The child is of this context's class, so
+        the child of an ``InvokingContext`` still has its invoker.
         """
-        return RunContext(
-            scope=self.scope,
-            budget=self.budget,
-            services=self.services,
-            correlation_id=self.correlation_id,
-            autonomy=self.autonomy,
-            cancel=self.cancel.child(),
-            meters=self.meters,
-            depth=self.depth + 1,
-        )
+        return replace(self, cancel=self.cancel.child(), depth=self.depth + 1)
 
     async def emit(
         self,
@@ -187,3 +183,23 @@ class RunContext:
             await self.services.observer.emit(observation)
         except Exception:
             _log.warning("observer failed to take a %r observation; the run continues", kind, exc_info=True)
+
+
+@dataclass(eq=False)
+class InvokingContext(RunContext):
+    """A ``RunContext`` that is refused at construction unless its services carry an ``Invoker``."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.services.invoker is None:
+            raise ValueError(
+                "InvokingContext needs services.invoker: it is the context of a run that calls models "
+                "or tools (build a plain RunContext for one that does not)"
+            )
+
+    @property
+    def invoker(self) -> Invoker:
+        invoker = self.services.invoker
+        if invoker is None:  # services was rewired after construction
+            raise ValueError("InvokingContext: services.invoker was set to None after construction")
+        return invoker

@@ -8,7 +8,8 @@ Its rules:
 
 * ``llm=`` is wrapped in ``Invoker(llm=..., chat_middleware=..., tool_middleware=...)``;
   ``invoker=`` is used as built. Passing both is a ``ValueError``, and so is passing middleware
-  together with ``invoker=`` (the middleware would otherwise be silently ignored).
+  together with ``invoker=`` (the middleware would otherwise be silently ignored). Either way the
+  context is an ``InvokingContext``, so a test calls ``ctx.invoker.chat(...)`` with no ``None`` check.
 * With neither, ``services.invoker`` is ``None``: right for tests that never call a model; running
   an agent on it fails on the missing invoker. Middleware with neither is a ``ValueError``: it
   would have no chain to sit in (``FakeLLM()`` will do for a test that only runs tools).
@@ -23,7 +24,7 @@ spans, readable as ``.spans``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypedDict, Unpack, overload
 
 from core.contracts.middleware import Middleware
 from core.contracts.ports import (
@@ -38,13 +39,48 @@ from core.contracts.ports import (
 )
 from core.contracts.types import Scope
 from core.execution.cancellation import CancellationToken
-from core.runtime.context import RunContext, Services
+from core.runtime.context import InvokingContext, RunContext, Services
 from core.runtime.invoker import Invoker
 from core.runtime.meters import Budget, Meter
 from core.runtime.null_ctx import NullCtx
 from core.testing.tracing import RecordingSpan, RecordingTracer
 
 __all__ = ["FakeCtx", "make_test_ctx"]
+
+
+class _Parts(TypedDict, total=False):
+    """``make_test_ctx``'s keywords other than ``llm=`` / ``invoker=``, spelled once for its overloads."""
+
+    scope: Scope | None
+    budget: Budget | None
+    store: StorePort | None
+    vector: VectorPort | None
+    checkpointer: CheckpointPort | None
+    asker: Any
+    observer: ObserverPort | None
+    trace: TracePort | None
+    metrics: MetricsPort | None
+    clock: ClockPort | None
+    cancel: CancellationToken | None
+    chat_middleware: Sequence[Middleware]
+    tool_middleware: Sequence[Middleware]
+    meters: Sequence[Meter]
+    correlation_id: str
+    autonomy: str
+
+
+@overload
+def make_test_ctx(*, llm: LLMPort, invoker: None = None, **parts: Unpack[_Parts]) -> InvokingContext: ...
+
+
+@overload
+def make_test_ctx(*, llm: None = None, invoker: Invoker, **parts: Unpack[_Parts]) -> InvokingContext: ...
+
+
+@overload
+def make_test_ctx(
+    *, llm: LLMPort | None = None, invoker: Invoker | None = None, **parts: Unpack[_Parts]
+) -> RunContext: ...
 
 
 def make_test_ctx(
@@ -101,7 +137,8 @@ def make_test_ctx(
         asker=asker,
         **optional,
     )
-    return RunContext(
+    context = InvokingContext if invoker is not None else RunContext
+    return context(
         scope=scope if scope is not None else Scope(),
         budget=budget if budget is not None else Budget(),
         services=services,

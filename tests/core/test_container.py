@@ -256,7 +256,9 @@ def test_raw_tools_bypass_the_proxy(registry: Registry, tool: Sample) -> None:
     container = Container(registry)
     container.add(tool)
     assert container.get_raw_tools() == {"sample": tool}
-    container.get_raw_tools()["sample"].add(1, 1)
+    raw = container.get_raw_tools()["sample"]
+    assert isinstance(raw, Sample)
+    raw.add(1, 1)
     assert registry.get_metrics() == []
 
 

@@ -31,7 +31,7 @@ import os
 import socket
 import threading
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from typing import Any
 
 from core import BasePlugin, InvalidInputError, current_event_id_var
@@ -143,7 +143,7 @@ def dropped_event(count: int) -> dict[str, Any]:
 
 async def client_events(
     broadcast: LogBroadcast, last_event_id: int | None, min_level: int = 0
-) -> AsyncIterator[dict[str, Any]]:
+) -> AsyncGenerator[dict[str, Any], None]:
     """The events of one client, subscribed from its first step until it goes away."""
     client, replay, lost = broadcast.subscribe(last_event_id, min_level)
     try:
@@ -207,7 +207,7 @@ class SystemLogsStreamPlugin(BasePlugin):
             except RuntimeError:
                 pass  # the loop is closed: the process is ending and no client is left to tell
 
-    def stream(self, data: dict[str, Any], context: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+    def stream(self, data: dict[str, Any], context: dict[str, Any]) -> AsyncGenerator[dict[str, Any], None]:
         """Log lines as they are written; ``Last-Event-ID`` replays the missed ones."""
         last_event_id = _last_event_id(context.get("last_event_id"))
         min_level = _min_level(data.get("level"))

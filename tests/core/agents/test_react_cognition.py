@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 from decimal import Decimal
 from typing import Any
 
@@ -10,7 +11,7 @@ import pytest
 
 from core.agents import Agent, StopReason
 from core.agents.cognition import ReActCognition, render_tool_result
-from core.contracts.types import StreamEventKind, ToolCall, Usage
+from core.contracts.types import Delta, StreamEventKind, ToolCall, Usage
 from core.execution.cancellation import CancellationToken, Cancelled
 from core.policies import meter
 from core.runtime import Budget
@@ -68,7 +69,7 @@ async def test_the_model_is_offered_every_tool_schema() -> None:
     offered: list[Any] = []
 
     class Spy(FakeLLM):
-        async def stream(self, **kwargs: Any) -> Any:  # type: ignore[override]
+        async def stream(self, **kwargs: Any) -> AsyncIterator[Delta]:
             offered.append([tool.name for tool in kwargs["tools"]])
             async for delta in super().stream(**kwargs):
                 yield delta

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from typing import Any
+
 import pytest
 
 from core.agents import Agent, RequestBuilder, WindowCompactor, WorkingContext
 from core.contracts.replay import ReplayStorePort
-from core.contracts.types import ChatRequest, Message, Prompt, Role, ToolCall
+from core.contracts.types import ChatRequest, Delta, Message, Prompt, Role, ToolCall
 from core.policies import compaction
 from core.runtime import NoopReplayStore, Services
 from core.testing import FakeGrounder, FakeLLM, RecordingTracer, make_test_ctx
@@ -90,7 +93,7 @@ async def test_the_compaction_middleware_replaces_the_request_it_forwards() -> N
         return "ok"
 
     class Counting(FakeLLM):
-        async def stream(self, **kwargs):  # type: ignore[no-untyped-def,override]
+        async def stream(self, **kwargs: Any) -> AsyncIterator[Delta]:
             seen.append(len(kwargs["messages"]))
             async for delta in super().stream(**kwargs):
                 yield delta

@@ -13,11 +13,11 @@ from core.contracts.middleware import Call, Handler
 from core.contracts.ports import ToolPort
 from core.contracts.types import ToolCall, ToolRequest
 from core.execution.cancellation import Cancelled
-from core.runtime import MeterExceeded
+from core.runtime import InvokingContext, MeterExceeded
 from core.testing import FakeLLM, FakeTool, make_test_ctx
 
 
-def context(seen: list[ToolRequest]) -> Any:
+def context(seen: list[ToolRequest]) -> InvokingContext:
     async def spy(call: Call, nxt: Handler) -> AsyncIterator[Any]:
         assert isinstance(call.request, ToolRequest)
         seen.append(call.request)

@@ -41,7 +41,7 @@ async def test_a_permanent_failure_moves_to_the_next_model() -> None:
         meta.append((call.meta.get("fallback_model"), call.request.model))  # type: ignore[union-attr]
 
     ctx = make_test_ctx(llm=llm, chat_middleware=[spy, fallback(["second", "third"])])
-    result = await ctx.invoker.chat(REQUEST, ctx)  # type: ignore[union-attr]
+    result = await ctx.invoker.chat(REQUEST, ctx)
     assert result.content == "answer from third" and result.model == "third"
     assert asked == ["primary", "second", "third"]
     assert meta == [("third", "third")]
@@ -55,7 +55,7 @@ async def test_transient_and_unknown_failures_do_not_fall_back(error: Exception)
         llm=models_that_fail({"primary": error}, asked), chat_middleware=[fallback(["second"])]
     )
     with pytest.raises(type(error)):
-        await ctx.invoker.chat(REQUEST, ctx)  # type: ignore[union-attr]
+        await ctx.invoker.chat(REQUEST, ctx)
     assert asked == ["primary"]
 
 
@@ -64,7 +64,7 @@ async def test_the_last_model_failing_raises_its_error() -> None:
     llm = models_that_fail({"primary": ModelGone("a"), "second": ModelGone("b")}, asked)
     ctx = make_test_ctx(llm=llm, chat_middleware=[fallback(["second", "primary"])])
     with pytest.raises(ModelGone, match="b"):
-        await ctx.invoker.chat(REQUEST, ctx)  # type: ignore[union-attr]
+        await ctx.invoker.chat(REQUEST, ctx)
     assert asked == ["primary", "second"]  # the requested model is not tried twice
 
 
@@ -82,12 +82,12 @@ async def test_retry_inside_fallback_handles_the_transient_part() -> None:
     clock = FakeClock()
     chain = [fallback(["second"]), retry(max_attempts=3, sleep=clock.sleep)]
     ctx = make_test_ctx(llm=FakeLLM(responder), chat_middleware=chain)
-    assert (await ctx.invoker.chat(REQUEST, ctx)).content == "ok"  # type: ignore[union-attr]
+    assert (await ctx.invoker.chat(REQUEST, ctx)).content == "ok"
     assert asked == ["primary", "primary", "second"] and len(clock.sleeps) == 1
 
 
 async def test_tool_calls_pass_through_and_models_are_required() -> None:
     ctx = make_test_ctx(llm=FakeLLM(), tool_middleware=[fallback(["x"])])
-    assert await ctx.invoker.tool(ToolRequest("t", {}, tool=FakeTool("t", "r")), ctx) == "r"  # type: ignore[union-attr]
+    assert await ctx.invoker.tool(ToolRequest("t", {}, tool=FakeTool("t", "r")), ctx) == "r"
     with pytest.raises(ValueError):
         fallback([])

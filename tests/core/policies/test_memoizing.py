@@ -56,8 +56,8 @@ async def test_a_hit_skips_the_provider_and_replays_the_answer() -> None:
         hits.append(call.meta.get("cache_hit", False))
 
     ctx = make_test_ctx(llm=llm, store=InMemoryStore(), chat_middleware=[spy, memoize()])
-    first = await ctx.invoker.chat(REQUEST, ctx)  # type: ignore[union-attr]
-    second = await ctx.invoker.chat(REQUEST, ctx)  # type: ignore[union-attr]
+    first = await ctx.invoker.chat(REQUEST, ctx)
+    second = await ctx.invoker.chat(REQUEST, ctx)
     assert first.content == second.content == "cached answer" and llm.calls == 1
     assert first.usage.total_tokens == 15 and second.usage.total_tokens == 0  # a hit consumed nothing
     assert second.finish_reason == "stop" and second.model == "m"
@@ -66,7 +66,7 @@ async def test_a_hit_skips_the_provider_and_replays_the_answer() -> None:
 
 async def test_a_miss_streams_the_live_deltas() -> None:
     ctx = make_test_ctx(llm=FakeLLM("x" * 20), store=InMemoryStore(), chat_middleware=[memoize()])
-    texts = [d.text async for d in ctx.invoker.stream(REQUEST, ctx)]  # type: ignore[union-attr]
+    texts = [d.text async for d in ctx.invoker.stream(REQUEST, ctx)]
     assert texts == ["x" * 8, "x" * 8, "x" * 4, ""]
 
 
@@ -74,8 +74,8 @@ async def test_tool_calls_survive_the_cache() -> None:
     call = ToolCall("c1", "lookup", {"host": "example.com", "ports": [443]})
     llm = FakeLLM.script([Turn(tool_calls=[call])])
     ctx = make_test_ctx(llm=llm, store=InMemoryStore(), chat_middleware=[memoize()])
-    await ctx.invoker.chat(REQUEST, ctx)  # type: ignore[union-attr]
-    replayed = await ctx.invoker.chat(REQUEST, ctx)  # type: ignore[union-attr]
+    await ctx.invoker.chat(REQUEST, ctx)
+    replayed = await ctx.invoker.chat(REQUEST, ctx)
     assert replayed.tool_calls == (call,) and replayed.finish_reason == "tool_calls"
 
 
@@ -84,7 +84,7 @@ async def test_entries_do_not_cross_tenants() -> None:
     store = InMemoryStore()
     for scope in (Scope(1, 1), Scope(999, 1), Scope(1, 1)):
         ctx = make_test_ctx(llm=llm, store=store, scope=scope, chat_middleware=[memoize()])
-        await ctx.invoker.chat(REQUEST, ctx)  # type: ignore[union-attr]
+        await ctx.invoker.chat(REQUEST, ctx)
     assert llm.calls == 2
 
 
@@ -92,9 +92,9 @@ async def test_a_failure_is_never_cached() -> None:
     llm = FakeLLM("ok", fail_times=1)
     ctx = make_test_ctx(llm=llm, store=InMemoryStore(), chat_middleware=[memoize()])
     with pytest.raises(TimeoutError):
-        await ctx.invoker.chat(REQUEST, ctx)  # type: ignore[union-attr]
-    assert (await ctx.invoker.chat(REQUEST, ctx)).content == "ok"  # type: ignore[union-attr]
-    assert (await ctx.invoker.chat(REQUEST, ctx)).content == "ok"  # type: ignore[union-attr]
+        await ctx.invoker.chat(REQUEST, ctx)
+    assert (await ctx.invoker.chat(REQUEST, ctx)).content == "ok"
+    assert (await ctx.invoker.chat(REQUEST, ctx)).content == "ok"
     assert llm.calls == 2
 
 
@@ -102,18 +102,18 @@ async def test_entries_expire_after_ttl() -> None:
     clock = FakeClock()
     llm = FakeLLM("ok")
     ctx = make_test_ctx(llm=llm, store=InMemoryStore(clock=clock), chat_middleware=[memoize(ttl=60)])
-    await ctx.invoker.chat(REQUEST, ctx)  # type: ignore[union-attr]
+    await ctx.invoker.chat(REQUEST, ctx)
     clock.advance(59)
-    await ctx.invoker.chat(REQUEST, ctx)  # type: ignore[union-attr]
+    await ctx.invoker.chat(REQUEST, ctx)
     clock.advance(1)
-    await ctx.invoker.chat(REQUEST, ctx)  # type: ignore[union-attr]
+    await ctx.invoker.chat(REQUEST, ctx)
     assert llm.calls == 2
 
 
 async def test_an_explicit_store_wins_over_the_context_store() -> None:
     mine, ctx_store = InMemoryStore(), InMemoryStore()
     ctx = make_test_ctx(llm=FakeLLM("ok"), store=ctx_store, chat_middleware=[memoize(mine)])
-    await ctx.invoker.chat(REQUEST, ctx)  # type: ignore[union-attr]
+    await ctx.invoker.chat(REQUEST, ctx)
     assert await mine.get(chat_cache_key(REQUEST)) is not None
     assert await ctx_store.get(chat_cache_key(REQUEST)) is None
 
@@ -121,7 +121,7 @@ async def test_an_explicit_store_wins_over_the_context_store() -> None:
 async def test_a_hit_inside_meter_counts_the_call_but_costs_nothing() -> None:
     ctx = make_test_ctx(llm=FakeLLM("ok"), store=InMemoryStore(), chat_middleware=[meter(), memoize()])
     for _ in range(3):
-        await ctx.invoker.chat(REQUEST, ctx)  # type: ignore[union-attr]
+        await ctx.invoker.chat(REQUEST, ctx)
     assert ctx.budget.calls == 3 and str(ctx.budget.spent()) == "0.000100"
 
 
@@ -129,7 +129,7 @@ async def test_memoize_passes_tool_calls_through() -> None:
     tool = FakeTool("t", responder="r")
     ctx = make_test_ctx(llm=FakeLLM(), store=InMemoryStore(), tool_middleware=[memoize()])
     for _ in range(2):
-        await ctx.invoker.tool(ToolRequest("t", {}, tool=tool), ctx)  # type: ignore[union-attr]
+        await ctx.invoker.tool(ToolRequest("t", {}, tool=tool), ctx)
     assert len(tool.calls) == 2
 
 
@@ -153,7 +153,7 @@ async def test_a_repeated_tool_request_returns_the_stored_result() -> None:
     tool = FakeTool("send", responder=send, side_effecting=True)
     ctx = make_test_ctx(llm=FakeLLM(), store=InMemoryStore(), tool_middleware=[idempotent()])
     results = [
-        await ctx.invoker.tool(ToolRequest("send", {"to": to}, tool=tool), ctx)  # type: ignore[union-attr]
+        await ctx.invoker.tool(ToolRequest("send", {"to": to}, tool=tool), ctx)
         for to in ("ops", "ops", "dev")
     ]
     assert results == [{"message_id": 1}, {"message_id": 1}, {"message_id": 2}]
@@ -173,9 +173,9 @@ async def test_a_failed_tool_run_is_not_stored() -> None:
     ctx = make_test_ctx(llm=FakeLLM(), store=InMemoryStore(), tool_middleware=[idempotent()])
     request = ToolRequest("send", {"to": "ops"}, tool=tool)
     with pytest.raises(ConnectionError):
-        await ctx.invoker.tool(request, ctx)  # type: ignore[union-attr]
-    assert await ctx.invoker.tool(request, ctx) == "sent"  # type: ignore[union-attr]
-    assert await ctx.invoker.tool(request, ctx) == "sent"  # type: ignore[union-attr]
+        await ctx.invoker.tool(request, ctx)
+    assert await ctx.invoker.tool(request, ctx) == "sent"
+    assert await ctx.invoker.tool(request, ctx) == "sent"
     assert len(tool.calls) == 2
 
 
@@ -184,12 +184,12 @@ async def test_idempotency_is_per_scope_and_chat_passes_through() -> None:
     store = InMemoryStore()
     for scope in (Scope(1, 1), Scope(2, 2)):
         ctx = make_test_ctx(llm=FakeLLM("hi"), store=store, scope=scope, tool_middleware=[idempotent()])
-        await ctx.invoker.tool(ToolRequest("send", {}, tool=tool), ctx)  # type: ignore[union-attr]
+        await ctx.invoker.tool(ToolRequest("send", {}, tool=tool), ctx)
     assert len(tool.calls) == 2
     llm = FakeLLM("hi")
     ctx = make_test_ctx(llm=llm, store=store, chat_middleware=[idempotent()])
     for _ in range(2):
-        await ctx.invoker.chat(REQUEST, ctx)  # type: ignore[union-attr]
+        await ctx.invoker.chat(REQUEST, ctx)
     assert llm.calls == 2
 
 
@@ -213,7 +213,7 @@ async def test_a_cache_outage_answers_uncached_instead_of_failing(
     llm = FakeLLM("still answered")
     store = _DownStore(after_producing=after_producing)
     ctx = make_test_ctx(llm=llm, store=store, chat_middleware=[memoize()])
-    result = await ctx.invoker.chat(REQUEST, ctx)  # type: ignore[union-attr]
+    result = await ctx.invoker.chat(REQUEST, ctx)
     assert result.content == "still answered" and llm.calls == 1
     assert "store is unavailable" in caplog.text
 
@@ -226,7 +226,7 @@ async def test_an_inner_store_outage_during_the_call_is_not_mistaken_for_a_cache
     llm = FakeLLM("x")
     ctx = make_test_ctx(llm=llm, store=InMemoryStore(), chat_middleware=[memoize(), failing_inner])
     with pytest.raises(StoreUnavailable, match="inner layer"):
-        await ctx.invoker.chat(REQUEST, ctx)  # type: ignore[union-attr]
+        await ctx.invoker.chat(REQUEST, ctx)
     assert llm.calls == 0
 
 
@@ -234,5 +234,5 @@ async def test_idempotent_does_not_step_around_a_store_outage() -> None:
     tool = FakeTool("send", responder="sent")
     ctx = make_test_ctx(llm=FakeLLM(), store=_DownStore(), tool_middleware=[idempotent()])
     with pytest.raises(StoreUnavailable):
-        await ctx.invoker.tool(ToolRequest("send", {}, tool=tool), ctx)  # type: ignore[union-attr]
+        await ctx.invoker.tool(ToolRequest("send", {}, tool=tool), ctx)
     assert tool.calls == []

@@ -14,7 +14,7 @@ from core.testing import FakeLLM, FakeTool, RecordingTracer, Turn, make_test_ctx
 async def test_a_chat_span_carries_the_request_and_the_usage() -> None:
     tracer = RecordingTracer()
     ctx = make_test_ctx(llm=FakeLLM("ok"), trace=tracer, chat_middleware=[tracing()])
-    await ctx.invoker.chat(ChatRequest([Message("user", "hi")], "fake-model"), ctx)  # type: ignore[union-attr]
+    await ctx.invoker.chat(ChatRequest([Message("user", "hi")], "fake-model"), ctx)
     (span,) = tracer.spans
     assert (span.name, span.kind, span.ended, span.error) == ("chat", "chat", True, None)
     assert span.attrs == {
@@ -31,7 +31,7 @@ async def test_a_chat_span_carries_the_request_and_the_usage() -> None:
 async def test_a_tool_span_names_the_tool() -> None:
     tracer = RecordingTracer()
     ctx = make_test_ctx(llm=FakeLLM(), trace=tracer, tool_middleware=[tracing()])
-    await ctx.invoker.tool(ToolRequest("lookup", {}, tool=FakeTool("lookup", "r")), ctx)  # type: ignore[union-attr]
+    await ctx.invoker.tool(ToolRequest("lookup", {}, tool=FakeTool("lookup", "r")), ctx)
     (span,) = tracer.spans
     assert (span.name, span.kind) == ("execute_tool", "execute_tool")
     assert span.attrs == {
@@ -45,7 +45,7 @@ async def test_a_failure_is_recorded_on_the_span_and_propagates() -> None:
     tracer = RecordingTracer()
     ctx = make_test_ctx(llm=FakeLLM("ok", fail_times=1), trace=tracer, chat_middleware=[tracing()])
     with pytest.raises(TimeoutError):
-        await ctx.invoker.chat(ChatRequest([Message("user", "hi")], "m"), ctx)  # type: ignore[union-attr]
+        await ctx.invoker.chat(ChatRequest([Message("user", "hi")], "m"), ctx)
     (span,) = tracer.spans
     assert isinstance(span.error, TimeoutError) and span.ended
 
@@ -75,7 +75,7 @@ async def test_usage_by_the_one_token_rule_and_absent_when_unknown() -> None:
     llm = FakeLLM.script([Turn(content="a", usage=cached), Turn(content="b", usage=Usage())])
     ctx = make_test_ctx(llm=llm, trace=tracer, chat_middleware=[tracing()])
     for _ in range(2):
-        await ctx.invoker.chat(ChatRequest([Message("user", "hi")], "m"), ctx)  # type: ignore[union-attr]
+        await ctx.invoker.chat(ChatRequest([Message("user", "hi")], "m"), ctx)
     known, unknown = tracer.spans
     assert {k: v for k, v in known.attrs.items() if k.startswith("gen_ai.usage.")} == {
         "gen_ai.usage.input_tokens": 8,  # uncached + cache read + cache write

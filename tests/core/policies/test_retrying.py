@@ -43,7 +43,7 @@ async def test_retries_transient_failures_before_the_first_delta() -> None:
     clock = FakeClock()
     llm = FakeLLM("ok", fail_times=2, fail_exc=TimeoutError("t"))
     ctx = make_test_ctx(llm=llm, chat_middleware=[retry(max_attempts=3, sleep=clock.sleep)])
-    result = await ctx.invoker.chat(REQUEST, ctx)  # type: ignore[union-attr]
+    result = await ctx.invoker.chat(REQUEST, ctx)
     assert result.content == "ok" and llm.calls == 3
     assert len(clock.sleeps) == 2 and clock.sleeps[1] > 0
 
@@ -53,7 +53,7 @@ async def test_gives_up_after_max_attempts_with_the_last_error() -> None:
     llm = FakeLLM("ok", fail_times=5, fail_exc=TimeoutError("still down"))
     ctx = make_test_ctx(llm=llm, chat_middleware=[retry(max_attempts=3, sleep=clock.sleep)])
     with pytest.raises(TimeoutError, match="still down"):
-        await ctx.invoker.chat(REQUEST, ctx)  # type: ignore[union-attr]
+        await ctx.invoker.chat(REQUEST, ctx)
     assert llm.calls == 3 and len(clock.sleeps) == 2
 
 
@@ -63,14 +63,14 @@ async def test_does_not_retry_unknown_or_permanent_failures(error: Exception) ->
     llm = FakeLLM("ok", fail_times=1, fail_exc=error)
     ctx = make_test_ctx(llm=llm, chat_middleware=[retry(max_attempts=3, sleep=clock.sleep)])
     with pytest.raises(type(error)):
-        await ctx.invoker.chat(REQUEST, ctx)  # type: ignore[union-attr]
+        await ctx.invoker.chat(REQUEST, ctx)
     assert llm.calls == 1 and clock.sleeps == []
 
 
 async def test_never_retries_once_the_stream_has_started() -> None:
     llm = MidStreamFailure()
     clock = FakeClock()
-    invoker = Invoker(llm=llm, chat_middleware=[retry(max_attempts=3, sleep=clock.sleep)])  # type: ignore[arg-type]
+    invoker = Invoker(llm=llm, chat_middleware=[retry(max_attempts=3, sleep=clock.sleep)])
     ctx = make_test_ctx(invoker=invoker)
     received: list[str] = []
     with pytest.raises(TimeoutError, match="mid-stream"):
@@ -87,7 +87,7 @@ async def test_a_custom_classify_decides() -> None:
     llm = FakeLLM("ok", fail_times=1, fail_exc=ValueError("normally unknown"))
     chain = [retry(max_attempts=2, sleep=clock.sleep, classify=everything_is_transient)]
     ctx = make_test_ctx(llm=llm, chat_middleware=chain)
-    assert (await ctx.invoker.chat(REQUEST, ctx)).content == "ok"  # type: ignore[union-attr]
+    assert (await ctx.invoker.chat(REQUEST, ctx)).content == "ok"
 
 
 async def test_without_a_sleep_it_waits_on_the_run_clock() -> None:
@@ -95,7 +95,7 @@ async def test_without_a_sleep_it_waits_on_the_run_clock() -> None:
     llm = FakeLLM("ok", fail_times=1)
     backoff = Backoff(base=0.5, jitter=0)
     ctx = make_test_ctx(llm=llm, clock=clock, chat_middleware=[retry(max_attempts=2, backoff=backoff)])
-    await ctx.invoker.chat(REQUEST, ctx)  # type: ignore[union-attr]
+    await ctx.invoker.chat(REQUEST, ctx)
     assert clock.sleeps == [0.5]
 
 
@@ -104,7 +104,7 @@ async def test_backoff_grows_between_attempts() -> None:
     llm = FakeLLM("ok", fail_times=3)
     policy = retry(max_attempts=4, sleep=clock.sleep, backoff=Backoff(base=1, factor=2, jitter=0))
     ctx = make_test_ctx(llm=llm, chat_middleware=[policy])
-    await ctx.invoker.chat(REQUEST, ctx)  # type: ignore[union-attr]
+    await ctx.invoker.chat(REQUEST, ctx)
     assert clock.sleeps == [1, 2, 4] and clock.now() == 7
 
 
@@ -118,7 +118,7 @@ async def test_records_the_attempts_in_meta() -> None:
 
     llm = FakeLLM("ok", fail_times=1)
     ctx = make_test_ctx(llm=llm, chat_middleware=[spy, retry(max_attempts=2, sleep=FakeClock().sleep)])
-    await ctx.invoker.chat(REQUEST, ctx)  # type: ignore[union-attr]
+    await ctx.invoker.chat(REQUEST, ctx)
     assert seen == [2]
 
 
@@ -133,7 +133,7 @@ async def test_retries_tool_calls_too() -> None:
 
     tool = FakeTool("flaky", responder=flaky)
     ctx = make_test_ctx(llm=FakeLLM(), tool_middleware=[retry(max_attempts=2, sleep=FakeClock().sleep)])
-    result = await ctx.invoker.tool(ToolRequest("flaky", {}, tool=tool), ctx)  # type: ignore[union-attr]
+    result = await ctx.invoker.tool(ToolRequest("flaky", {}, tool=tool), ctx)
     assert result == "ok" and len(attempts) == 2
 
 

@@ -30,8 +30,8 @@ async def test_a_near_duplicate_question_is_answered_from_the_index() -> None:
     ctx = make_test_ctx(
         llm=llm, vector=InMemoryVector(), chat_middleware=[spy, semantic_memoize(threshold=0.8)]
     )
-    first = await ctx.invoker.chat(ask("How often do I rotate the cert?"), ctx)  # type: ignore[union-attr]
-    again = await ctx.invoker.chat(ask("how often do i rotate the CERT"), ctx)  # type: ignore[union-attr]
+    first = await ctx.invoker.chat(ask("How often do I rotate the cert?"), ctx)
+    again = await ctx.invoker.chat(ask("how often do i rotate the CERT"), ctx)
     assert first.content == again.content == "Every 90 days." and llm.calls == 1
     assert again.usage.total_tokens == 0 and hits == [False, True]
 
@@ -39,8 +39,8 @@ async def test_a_near_duplicate_question_is_answered_from_the_index() -> None:
 async def test_below_the_threshold_the_provider_answers() -> None:
     llm = FakeLLM("answer")
     ctx = make_test_ctx(llm=llm, vector=InMemoryVector(), chat_middleware=[semantic_memoize(threshold=0.95)])
-    await ctx.invoker.chat(ask("how often do I rotate the cert"), ctx)  # type: ignore[union-attr]
-    await ctx.invoker.chat(ask("how often do I rotate the signing key"), ctx)  # type: ignore[union-attr]
+    await ctx.invoker.chat(ask("how often do I rotate the cert"), ctx)
+    await ctx.invoker.chat(ask("how often do I rotate the signing key"), ctx)
     assert llm.calls == 2
 
 
@@ -49,7 +49,7 @@ async def test_entries_are_per_model_and_per_scope() -> None:
     vector = InMemoryVector()
     for model, scope in (("m", Scope(1, 1)), ("other", Scope(1, 1)), ("m", Scope(2, 2)), ("m", Scope(1, 1))):
         ctx = make_test_ctx(llm=llm, vector=vector, scope=scope, chat_middleware=[semantic_memoize()])
-        await ctx.invoker.chat(ask("rotate the cert", model), ctx)  # type: ignore[union-attr]
+        await ctx.invoker.chat(ask("rotate the cert", model), ctx)
     assert llm.calls == 3
 
 
@@ -65,15 +65,15 @@ async def test_a_conversation_with_history_is_not_cached() -> None:
         "m",
     )
     for _ in range(2):
-        await ctx.invoker.chat(request, ctx)  # type: ignore[union-attr]
+        await ctx.invoker.chat(request, ctx)
     assert llm.calls == 2
 
 
 async def test_an_answer_that_asks_for_tools_is_not_stored() -> None:
     llm = FakeLLM.script([Turn(tool_calls=[ToolCall("c", "lookup", {})]), Turn(content="done")])
     ctx = make_test_ctx(llm=llm, vector=InMemoryVector(), chat_middleware=[semantic_memoize()])
-    await ctx.invoker.chat(ask("rotate the cert"), ctx)  # type: ignore[union-attr]
-    second = await ctx.invoker.chat(ask("rotate the cert"), ctx)  # type: ignore[union-attr]
+    await ctx.invoker.chat(ask("rotate the cert"), ctx)
+    second = await ctx.invoker.chat(ask("rotate the cert"), ctx)
     assert second.content == "done" and llm.calls == 2
 
 
@@ -88,5 +88,5 @@ async def test_a_different_system_prompt_is_a_different_question() -> None:
     ctx = make_test_ctx(llm=llm, vector=InMemoryVector(), chat_middleware=[semantic_memoize()])
     for system in ("You are a pirate.", "You are a lawyer.", "You are a pirate."):
         request = ChatRequest([Message("system", system), Message("user", "rotate the cert")], "m")
-        await ctx.invoker.chat(request, ctx)  # type: ignore[union-attr]
+        await ctx.invoker.chat(request, ctx)
     assert llm.calls == 2

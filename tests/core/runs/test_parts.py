@@ -145,6 +145,7 @@ def test_the_tracing_adapter_names_tool_spans_and_nests_them() -> None:
     assert (inner.name, outer.name) == ("execute_tool f", "invoke_agent ops")
     assert inner.parent is not None and inner.parent.span_id == outer.context.span_id
     assert outer_id == f"{outer.context.span_id:016x}"
+    assert inner.attributes is not None and outer.attributes is not None
     assert dict(inner.attributes) == {"gen_ai.tool.name": "f", "list": ("1", "a")}
     assert [e.name for e in inner.events] == ["note"]
     assert "skip" not in outer.attributes

@@ -6,6 +6,7 @@ import logging
 
 import pytest
 
+from core.agents.fanout import child_context
 from core.contracts.ports import (
     ClockPort,
     MetricsPort,
@@ -16,10 +17,20 @@ from core.contracts.ports import (
 from core.contracts.protocols import Ctx
 from core.contracts.types import Scope
 from core.execution.cancellation import CancellationToken, Cancelled
-from core.runtime import Autonomy, Budget, NoopObserver, NoopTrace, Quota, RunContext, Services
+from core.runtime import (
+    Autonomy,
+    Budget,
+    Invoker,
+    InvokingContext,
+    NoopObserver,
+    NoopTrace,
+    Quota,
+    RunContext,
+    Services,
+)
 from core.runtime.observers import CollectingObserver
 from core.state.stores import InMemoryCheckpointStore, InMemoryStore, InMemoryVector
-from core.testing import FakeClock
+from core.testing import FakeClock, FakeLLM
 
 
 def test_services_with_no_arguments_is_fully_usable() -> None:
@@ -101,6 +112,25 @@ def test_a_child_shares_the_run_and_its_token_is_a_child() -> None:
     parent.cancel.cancel()
     with pytest.raises(Cancelled):
         sibling.check_cancelled()
+
+
+def test_an_invoking_context_is_refused_without_an_invoker() -> None:
+    with pytest.raises(ValueError, match="needs services.invoker"):
+        InvokingContext()
+
+
+def test_an_invoking_context_and_its_children_keep_the_invoker() -> None:
+    invoker = Invoker(llm=FakeLLM())
+    parent = InvokingContext(services=Services(invoker=invoker), correlation_id="r")
+    assert parent.invoker is invoker
+    child = parent.child()
+    assert isinstance(child, InvokingContext) and child.invoker is invoker and child.depth == 1
+    carved = child_context(parent, Budget(max_calls=1))
+    assert isinstance(carved, InvokingContext) and carved.invoker is invoker
+    assert carved.meters == [parent.budget] and carved.depth == 1
+    parent.services.invoker = None
+    with pytest.raises(ValueError, match="set to None after construction"):
+        parent.invoker  # noqa: B018
 
 
 async def test_emit_publishes_an_observation_stamped_with_the_run() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import pytest
 
@@ -11,7 +12,7 @@ from core.testing import FakeMemory
 
 
 def test_memory_item_is_frozen_deeply() -> None:
-    metadata = {"path": "runbook.md", "tags": ["tls"]}
+    metadata: dict[str, Any] = {"path": "runbook.md", "tags": ["tls"]}
     item = MemoryItem("rotate every 90d", "runbook", 0.9, metadata)
     metadata["tags"].append("edited")
     assert item.metadata == {"path": "runbook.md", "tags": ["tls"]}

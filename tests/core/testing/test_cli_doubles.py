@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from core.contracts.cli import CliInvocation, CliProcess, CliRun, CliSpawnPort, CliStderr
+from core.contracts.cli import CliInvocation, CliLine, CliProcess, CliRun, CliSpawnPort, CliStderr
 from core.testing import (
     FakeClaudeCli,
     FakeCodexCli,
@@ -19,6 +21,12 @@ from core.testing import (
 CLAUDE = CliInvocation(["claude", "-p"])
 CODEX = CliInvocation(["codex", "exec", "--json", "-"])
 HELLO = b'{"type":"user","message":{"role":"user","content":"hi"}}\n'
+
+
+def event(line: CliLine) -> Mapping[str, Any]:
+    """``line`` as the JSON event it must be (a line can also be raw text, bytes or stderr)."""
+    assert isinstance(line, Mapping), line
+    return line
 
 
 async def drain(process: CliProcess) -> list[bytes]:
@@ -99,7 +107,7 @@ def test_replay_splits_a_recording_into_turns_after_each_result(tmp_path: Path) 
     cli = FakeClaudeCli.replay(recording)
     turns = cli._runs
     assert len(turns) == 2
-    assert [line["type"] for line in turns[0].lines] == ["system", "result"]  # type: ignore[index]
+    assert [event(line)["type"] for line in turns[0].lines] == ["system", "result"]
     assert turns[1].lines == ('{"type":"assistant","mess', b"\xff\xfe")
 
 
@@ -125,7 +133,7 @@ async def test_codex_turn_keeps_the_cli_convention_and_the_event_order() -> None
     run = codex_turn(
         text="done", usage=(1200, 1000, 40), thread_id="t-1", items=[{"type": "command_execution"}]
     )
-    kinds = [line["type"] for line in run.lines]  # type: ignore[index]
+    kinds = [event(line)["type"] for line in run.lines]
     assert kinds == [
         "thread.started",
         "turn.started",
@@ -135,7 +143,7 @@ async def test_codex_turn_keeps_the_cli_convention_and_the_event_order() -> None
         "turn.completed",
     ]
     assert run.lines[0] == {"type": "thread.started", "thread_id": "t-1"}
-    assert run.lines[-1]["usage"] == {  # type: ignore[index]
+    assert event(run.lines[-1])["usage"] == {
         "input_tokens": 1200,
         "cached_input_tokens": 1000,
         "output_tokens": 40,
@@ -158,7 +166,7 @@ def test_argv_before_any_spawn_is_an_index_error() -> None:
 def test_value_types_are_frozen_and_checked() -> None:
     run = CliRun([{"type": "x", "nested": {"a": [1]}}, "raw", b"\xff", CliStderr("e")])
     with pytest.raises(TypeError):
-        run.lines[0]["nested"]["a"].append(2)  # type: ignore[index]
+        event(run.lines[0])["nested"]["a"].append(2)
     assert run.stdout == (b'{"type":"x","nested":{"a":[1]}}\n', b"raw\n", b"\xff\n")
     with pytest.raises(TypeError, match="CLI line"):
         CliRun([42])  # type: ignore[list-item]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from core.agents import Compactor, Grounder
@@ -44,7 +46,7 @@ def test_each_double_satisfies_its_port() -> None:
 
 async def test_fake_tool_records_a_copy_of_each_call() -> None:
     tool = FakeTool("lookup", responder={"ok": True})
-    args = {"host": "example.com", "ports": [443]}
+    args: dict[str, Any] = {"host": "example.com", "ports": [443]}
     result = await tool.run(args, FakeCtx())
     args["ports"].append(80)
     result["ok"] = False  # the caller edits what it got back

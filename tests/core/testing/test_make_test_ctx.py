@@ -9,7 +9,16 @@ import pytest
 from core.contracts.types import Scope
 from core.execution.cancellation import CancellationToken
 from core.policies import meter
-from core.runtime import Budget, Invoker, NoopMetrics, NoopObserver, NoopTrace, Quota, RunContext
+from core.runtime import (
+    Budget,
+    Invoker,
+    InvokingContext,
+    NoopMetrics,
+    NoopObserver,
+    NoopTrace,
+    Quota,
+    RunContext,
+)
 from core.runtime.observers import CollectingObserver
 from core.state.stores import InMemoryCheckpointStore, InMemoryStore, InMemoryVector
 from core.testing import FakeClock, FakeLLM, RecordingTracer, make_test_ctx
@@ -17,7 +26,7 @@ from core.testing import FakeClock, FakeLLM, RecordingTracer, make_test_ctx
 
 def test_the_no_argument_form_is_usable() -> None:
     ctx = make_test_ctx()
-    assert isinstance(ctx, RunContext)
+    assert isinstance(ctx, RunContext) and not isinstance(ctx, InvokingContext)
     assert ctx.services.invoker is None and ctx.invoker is None
     assert isinstance(ctx.trace, NoopTrace) and isinstance(ctx.observer, NoopObserver)
     assert isinstance(ctx.metrics, NoopMetrics)
@@ -30,6 +39,7 @@ async def test_llm_is_wrapped_in_a_real_invoker_with_both_chains() -> None:
     chat, tool = [meter()], [meter()]
     llm = FakeLLM("ok")
     ctx = make_test_ctx(llm=llm, chat_middleware=chat, tool_middleware=tool)
+    assert isinstance(ctx, InvokingContext)
     assert isinstance(ctx.invoker, Invoker) and ctx.invoker.llm is llm
     assert ctx.invoker.chat_middleware == tuple(chat) and ctx.invoker.tool_middleware == tuple(tool)
 
@@ -65,7 +75,8 @@ def test_every_knob_is_wired() -> None:
 
 def test_a_built_invoker_is_used_as_is() -> None:
     invoker = Invoker(llm=FakeLLM())
-    assert make_test_ctx(invoker=invoker).invoker is invoker
+    ctx = make_test_ctx(invoker=invoker)
+    assert isinstance(ctx, InvokingContext) and ctx.invoker is invoker
 
 
 def test_llm_and_invoker_together_is_a_clear_error() -> None:

@@ -69,4 +69,4 @@ async def test_concurrent_tasks_keep_their_own_current_span() -> None:
             return tracer.current_span_id()
 
     ids = await asyncio.gather(work("x"), work("y"))
-    assert ids == [tracer.spans[0].span_id, tracer.spans[1].span_id]
+    assert list(ids) == [tracer.spans[0].span_id, tracer.spans[1].span_id]

@@ -20,7 +20,7 @@ from core.contracts.middleware import Call
 from core.contracts.ports import FetchResponse, SearchHit
 from core.contracts.types import ChatRequest, Message, Scope, ToolCall
 from core.policies import memoize, meter, retry
-from core.runtime import Budget
+from core.runtime import Budget, RunContext
 from core.runtime.observers import CollectingObserver
 from core.state.memory import MemoryItem
 from core.state.stores import InMemoryStore
@@ -214,7 +214,7 @@ def test_assert_on_observations(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_trap_memoize_without_a_store(capsys: pytest.CaptureFixture[str]) -> None:
-    async def run_twice(ctx, llm) -> int:  # untyped, as the document writes it
+    async def run_twice(ctx: RunContext, llm: FakeLLM) -> int:  # the document leaves it untyped
         agent = Agent("analyst", model="fake-model")
         await agent.run("same question", ctx)
         await agent.run("same question", ctx)

@@ -124,7 +124,8 @@ async def test_a_denied_call_is_not_run_and_the_model_is_told(
     assert result["result"] == "denied: a human did not approve this call (too much)"
     assert events[-1]["data"]["status"] == "completed"
     assert files.sent() == []
-    told = kernel.container.get_raw_tools()["llm"].requests[-1][-1]
+    llm: Any = kernel.container.get_raw_tools()["llm"]  # the root's ScriptedLlm: written, not importable
+    told = llm.requests[-1][-1]
     assert "denied" in told.content
 
 
@@ -180,7 +181,8 @@ async def test_a_run_waiting_for_approval_survives_a_sigkill_and_pays_once_on_th
             assert body["awaiting_approval"]["question"] == "pay 500 euros to ada?"
 
             async def taken_over() -> bool:
-                return (await client.get(f"/agents/runs/{run_id}")).json()["resumed"] == 1
+                resumed: int = (await client.get(f"/agents/runs/{run_id}")).json()["resumed"]
+                return resumed == 1
 
             await until(taken_over, "the second process took the run over", limit=20)
             approved = await client.post(f"/agents/runs/{run_id}/approval", json={"approve": True})

@@ -4,6 +4,7 @@ run per published event, listed by ``GET /agents/runs`` like any other."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -55,8 +56,11 @@ async def test_each_published_event_starts_one_listed_run(
         await bus.publish("ticket.created", {"title": "printer on fire"})
         await bus.publish("ticket.created", {"title": "no coffee"})
 
-        async def runs() -> list[dict]:
-            return (await client.get("/agents/runs", params={"agent": "triage"})).json()["runs"]
+        async def runs() -> list[dict[str, Any]]:
+            listed: list[dict[str, Any]] = (
+                await client.get("/agents/runs", params={"agent": "triage"})
+            ).json()["runs"]
+            return listed
 
         async def two_runs_ended() -> bool:
             listed = await runs()

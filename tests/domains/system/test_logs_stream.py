@@ -203,7 +203,8 @@ async def test_bad_stream_parameters_are_refused_before_streaming(
 ) -> None:
     with pytest.raises(InvalidInputError) as raised:
         plugin.stream(data, context)
-    assert raised.value.fields[0]["field"] == field  # type: ignore[attr-defined]
+    fields = raised.value.fields
+    assert fields is not None and fields[0]["field"] == field
 
 
 @pytest.mark.parametrize("name", ["LOG_STREAM_BACKLOG", "LOG_STREAM_CLIENT_QUEUE"])

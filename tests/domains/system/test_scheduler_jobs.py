@@ -5,6 +5,7 @@ HTTP, and unloading the plugin stops its schedule."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -43,11 +44,14 @@ async def test_schedules_and_failed_jobs_over_http_and_in_the_dump(
     root = make_root(tmp_path, tools=("http", "logger", "system", "scheduler"), domains=("system",))
     plugin_file = write(root, "domains/demo/plugins/nightly.py", PLUGIN)
     async with serving(root) as (kernel, base), httpx.AsyncClient(base_url=base) as api:
-        nightly = kernel.plugins["demo.Nightly"].instance
+        nightly: Any = kernel.plugins["demo.Nightly"].instance  # a plugin the test writes: not importable
         await until(lambda: nightly.ticks >= 3, "the plugin's schedule fires under the serving loop")
 
-        async def failed() -> list[dict]:
-            return (await api.get("/system/scheduler/jobs", params={"status": "failed"})).json()["jobs"]
+        async def failed() -> list[dict[str, Any]]:
+            jobs: list[dict[str, Any]] = (
+                await api.get("/system/scheduler/jobs", params={"status": "failed"})
+            ).json()["jobs"]
+            return jobs
 
         async def any_failed() -> bool:
             return bool(await failed())
@@ -74,7 +78,7 @@ async def test_schedules_and_failed_jobs_over_http_and_in_the_dump(
         assert (await api.get("/system/scheduler/jobs", params={"status": "odd"})).status_code == 422
 
         async def failed_again() -> bool:
-            current = (await api.get(f"/system/scheduler/jobs/{job['id']}")).json()
+            current: dict[str, object] = (await api.get(f"/system/scheduler/jobs/{job['id']}")).json()
             return current["status"] == "failed" and current["attempts"] == 2
 
         await until(failed_again, "the re-run job runs its attempts again")

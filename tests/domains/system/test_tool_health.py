@@ -49,7 +49,9 @@ class Silent(BaseTool):
 
 
 def probe(name: str) -> Probe:
-    return type(f"Probe_{name}", (Probe,), {"name": name})()
+    made = type(f"Probe_{name}", (Probe,), {"name": name})()
+    assert isinstance(made, Probe)
+    return made
 
 
 class System:

@@ -14,7 +14,9 @@ from core.state.stores import CheckpointVersionConflict
 STATE = {"turn": 3, "messages": [{"role": "user", "content": "hi"}], "usage": {"cost": 0.25}, "done": False}
 
 
-def checkpoint(run_id: str, version: int, state: Any = None, status: str = "running") -> Checkpoint:
+def checkpoint(
+    run_id: str, version: int, state: Any = None, status: CheckpointStatus = CheckpointStatus.RUNNING
+) -> Checkpoint:
     return Checkpoint(run_id, version, STATE if state is None else state, 1_700_000_000.5 + version, status)
 
 
@@ -43,7 +45,7 @@ async def test_a_read_checkpoint_is_frozen(checkpoints: Any) -> None:
     latest = await checkpoints.latest("r")
     assert latest is not None and latest.state == STATE
     with pytest.raises(TypeError):
-        latest.state["turn"] = 99  # type: ignore[index]
+        latest.state["turn"] = 99
 
 
 @pytest.mark.parametrize("status", list(CheckpointStatus))

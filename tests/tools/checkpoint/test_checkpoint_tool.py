@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from core.contracts.errors import ErrorClass, classify
-from core.contracts.ports import Checkpoint
+from core.contracts.ports import Checkpoint, CheckpointStatus
 from core.errors import ToolUnavailableError
 from core.registry import ToolStatus
 from core.state.stores import CheckpointVersionConflict
@@ -26,7 +26,9 @@ from tools.checkpoint.errors import CheckpointConflict, CheckpointEncodeError
 
 
 def snapshot(run_id: str, version: int, state: Any = None) -> Checkpoint:
-    return Checkpoint(run_id, version, {"v": version} if state is None else state, float(version), "running")
+    return Checkpoint(
+        run_id, version, {"v": version} if state is None else state, float(version), CheckpointStatus.RUNNING
+    )
 
 
 @pytest.fixture(params=["memory", "sqlite", "postgresql"])
@@ -71,7 +73,7 @@ async def test_the_default_keeps_twenty(checkpoint: Any) -> None:
 )
 async def test_a_state_that_is_not_json_is_refused(checkpoint: Any, state: Any) -> None:
     with pytest.raises(CheckpointEncodeError, match="the state is not a JSON document"):
-        await checkpoint.save(Checkpoint("r", 1, state, 0.0, "running"))
+        await checkpoint.save(Checkpoint("r", 1, state, 0.0, CheckpointStatus.RUNNING))
     assert await checkpoint.list_versions("r") == []
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from core.agents import Agent, StopReason
-from core.contracts.cli import CliRun, CliStderr
+from core.contracts.cli import CliLine, CliRun, CliStderr
 from core.runtime import Budget
 from core.testing import FakeCodexCli, ScriptExhausted, codex_turn, make_test_ctx
 from tools.coding_cli.codex import CodexCliCognition, CodexCliSession
@@ -167,11 +167,11 @@ COST = Decimal("0.003500")
     ],
 )
 async def test_a_malformed_session_ends_with_a_clear_reason_and_bills_what_was_done(
-    lines: list[object], exit_code: int, reason: str, spent: Decimal
+    lines: list[CliLine], exit_code: int, reason: str, spent: Decimal
 ) -> None:
     run = CliRun(
         [{"type": "thread.started", "thread_id": THREAD}, {"type": "turn.started"}, *lines], exit_code
-    )  # type: ignore[list-item]
+    )
     ctx = make_test_ctx()
     outcome = await Agent("c", model=MODEL, cognition=CodexCliCognition(spawn=FakeCodexCli.script(run))).run(
         "go", ctx

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, Protocol
 
 import pytest
 from opentelemetry.sdk.metrics import MeterProvider
@@ -11,8 +12,20 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
+from opentelemetry.util.types import AnyValue, Attributes
 
 from tests.tools.http.http_kit import client, make_http
+
+
+class _Attributed(Protocol):
+    @property
+    def attributes(self) -> Attributes: ...
+
+
+def attrs(recorded: _Attributed) -> Mapping[str, AnyValue]:
+    """A finished span's or data point's attributes: typed optional, always set once recorded."""
+    assert recorded.attributes is not None
+    return recorded.attributes
 
 
 async def test_requests_are_traced_after_instrumentation(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -60,7 +73,7 @@ async def test_server_spans_follow_the_stable_http_conventions(monkeypatch: pyte
         missing = await c.get("/nowhere")
         failed = await c.get("/items/boom")
     assert (ok.status_code, missing.status_code, failed.status_code) == (200, 404, 500)
-    spans = {span.attributes["url.path"]: span for span in exporter.get_finished_spans()}
+    spans = {attrs(span)["url.path"]: span for span in exporter.get_finished_spans()}
     assert set(spans) == {"/items/2", "/nowhere", "/items/boom"}  # one span per request, no extras
     span = spans["/items/2"]
     assert span.name == "GET /items/{item_id}"
@@ -68,7 +81,7 @@ async def test_server_spans_follow_the_stable_http_conventions(monkeypatch: pyte
     assert span.status.status_code is StatusCode.UNSET
     assert f"{span.context.trace_id:032x}" == parent_trace  # continues the caller's trace
     assert span.parent is not None and f"{span.parent.span_id:016x}" == "b7ad6b7169203331"
-    assert dict(span.attributes) == {
+    assert dict(attrs(span)) == {
         "http.request.method": "GET",
         "url.scheme": "http",
         "url.path": "/items/2",
@@ -84,19 +97,19 @@ async def test_server_spans_follow_the_stable_http_conventions(monkeypatch: pyte
     not_found = spans["/nowhere"]
     assert not_found.name == "GET"  # no route matched: the method only, never the raw path
     assert not_found.status.status_code is StatusCode.UNSET  # a 4xx is not the server's error
-    assert "error.type" not in not_found.attributes and "http.route" not in not_found.attributes
+    assert "error.type" not in attrs(not_found) and "http.route" not in attrs(not_found)
     boom = spans["/items/boom"]
     assert boom.status.status_code is StatusCode.ERROR
-    assert boom.attributes["http.response.status_code"] == 500
-    assert boom.attributes["error.type"] in ("RuntimeError", "500")
+    assert attrs(boom)["http.response.status_code"] == 500
+    assert attrs(boom)["error.type"] in ("RuntimeError", "500")
     data = reader.get_metrics_data()
     assert data is not None
     (metric,) = [m for rm in data.resource_metrics for sm in rm.scope_metrics for m in sm.metrics]
     assert (metric.name, metric.unit) == ("http.server.request.duration", "s")
-    points = {point.attributes.get("http.response.status_code"): point for point in metric.data.data_points}
+    points = {attrs(point).get("http.response.status_code"): point for point in metric.data.data_points}
     assert set(points) == {200, 404, 500}
-    assert points[200].attributes["http.route"] == "/items/{item_id}"
-    assert "url.path" not in points[200].attributes  # high-cardinality attributes stay off metrics
-    assert points[500].attributes["error.type"] == boom.attributes["error.type"]
+    assert attrs(points[200])["http.route"] == "/items/{item_id}"
+    assert "url.path" not in attrs(points[200])  # high-cardinality attributes stay off metrics
+    assert attrs(points[500])["error.type"] == attrs(boom)["error.type"]
     provider.shutdown()
     meters.shutdown()

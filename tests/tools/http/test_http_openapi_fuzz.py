@@ -22,6 +22,7 @@ import pytest
 import schemathesis
 from hypothesis import HealthCheck, Phase, given, settings
 from schemathesis.checks import not_a_server_error
+from schemathesis.core.result import Err
 
 from core import Kernel
 from tests.kit import PROJECT, make_root, serving
@@ -95,6 +96,8 @@ def fuzz(
         check()
 
     for result in schema.get_all_operations():
+        if isinstance(result, Err):
+            raise AssertionError(f"the schema has an operation schemathesis cannot read: {result.err()}")
         operation = result.ok()
         if "text/event-stream" in json.dumps(operation.definition.raw.get("responses", {}).get("200", {})):
             continue

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -25,10 +27,11 @@ async def test_without_a_base_url_the_tool_is_off_and_every_call_says_what_to_se
         assert dump["status"] == ToolStatus.OFF
         assert dump["message"].startswith(NOT_CONFIGURED)
         llm = kernel.container.get("llm")
-        for call in (
+        calls: tuple[Callable[[], Awaitable[Any]], ...] = (
             lambda: llm.chat(messages=[Message("user", "hi")], model="m"),
             lambda: llm.complete(system="", user="hi", model="m"),
-        ):
+        )
+        for call in calls:
             # The booted kernel imports the tool from its own root, so match on the core base class.
             with pytest.raises(ServiceUnavailableError) as caught:
                 await call()

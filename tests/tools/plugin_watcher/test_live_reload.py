@@ -8,6 +8,7 @@ plugin host reloads it, uvicorn serves the result to an httpx request loop.
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 from pathlib import Path
 
@@ -74,7 +75,8 @@ async def test_a_changed_file_switches_to_the_new_version_without_a_gap(
             for version in (2, 3):
                 write(root, ITEMS_FILE, items(version))
                 await until(
-                    lambda v=version: answers(base_url, "/items", v), f"/items answers version {version}"
+                    functools.partial(answers, base_url, "/items", version),
+                    f"/items answers version {version}",
                 )
                 # every client sees each version before the next change, so each history holds all three
                 await loop.until_every_worker_sees("/items", 200, version)
