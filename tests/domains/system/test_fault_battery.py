@@ -37,7 +37,7 @@ FAULTS = {
             def __init__(self, http):
                 self.http = http
 
-            async def on_boot(self):  # async, as Me's: hooks on the loop start in file order, so this one is first
+            async def on_boot(self):  # async, as Me's: they start in file order
                 self.http.add_endpoint("/x/{id}", "GET", self.by_id)
                 self.http.add_endpoint("/system/status", "GET", self.by_id)
 
