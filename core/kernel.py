@@ -21,15 +21,11 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import functools
-import inspect
 import logging
 import os
 import signal
 import sys
-import threading
-import traceback
-from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass, field
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -37,43 +33,34 @@ from core.base_plugin import BasePlugin
 from core.base_tool import BaseTool
 from core.container import Container
 from core.context import current_identity_var, current_plugin_var
+from core.discovery import classes_defined_in, python_files, sorted_entries
 from core.errors import KernelBootError, ToolNotConfiguredError, ToolUnavailableError
 from core.guard import StepStats, guarded
+from core.lifecycle import (
+    CONTAINER_PARAMETER,
+    PART_FAILURES,
+    RESERVED_PARAMETERS,
+    TASKS_PARAMETER,
+    LoadedPlugin,
+    bounded,
+    describe,
+    discard_result,
+    enter,
+    init_parameters,
+    is_coroutine_function,
+    run_hook,
+)
 from core.loader import import_file
 from core.plugin_tasks import PluginTasks
 from core.registry import Lifecycle, PluginStatus, Registry, ToolStatus
 from core.reloader import PluginHost, attach_plugin_host
+from core.serving import stop_leftovers
 from core.settings import env_float, load_dotenv
-from core.threads import run_in_daemon_thread
 from core.watchdog import LoopWatchdog
 
 log = logging.getLogger("keel.kernel")
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
-CONTAINER_PARAMETER = "container"
-TASKS_PARAMETER = "tasks"
-RESERVED_PARAMETERS = frozenset({CONTAINER_PARAMETER, TASKS_PARAMETER})
-PART_FAILURES = (Exception, SystemExit, KeyboardInterrupt)
-"""What plugin or tool code may raise that is that part's failure, never the process's end: a
-``sys.exit()`` in an ``on_boot`` marks that plugin DEAD. Cancellation is not among them."""
-
-
-@dataclass
-class LoadedPlugin:
-    """A constructed plugin and where it came from.
-
-    ``owner`` is the value ``current_plugin_var`` held while it was constructed and booted: its
-    ``plugin_id`` at boot, a staging owner when it is the new version of a reloaded plugin
-    (:mod:`core.reloader`). ``tasks`` exists when the plugin asked for the ``tasks`` parameter.
-    """
-
-    plugin_id: str
-    domain: str
-    instance: BasePlugin
-    file: Path
-    dependencies: list[str] = field(default_factory=list)
-    owner: str = ""
-    tasks: PluginTasks | None = None
 
 
 class Kernel:
@@ -111,7 +98,7 @@ class Kernel:
             return
         await self._boot_plugins([p for path in self._plugin_files() for p in self._import_plugins(path)])
         for tool in tools:
-            await self._bounded(
+            await bounded(
                 tool.on_boot_complete(self.container),
                 tool_timeout,
                 f"{tool.name}.on_boot_complete",
@@ -172,15 +159,15 @@ class Kernel:
     def _discover_tools(self) -> list[BaseTool]:
         tools_dir = self.root / "tools"
         found: dict[str, tuple[type[BaseTool], Path]] = {}
-        for path in _python_files(tools_dir):
+        for path in python_files(tools_dir):
             relative = self._relative(path)
             try:
                 module = import_file(self.root, path)
             except PART_FAILURES as exc:
-                self.registry.record_load_error(relative, _describe(exc))
-                log.error("tool file %s failed to import: %s", relative, _describe(exc))
+                self.registry.record_load_error(relative, describe(exc))
+                log.error("tool file %s failed to import: %s", relative, describe(exc))
                 continue
-            for cls in _classes_defined_in(module, BaseTool):
+            for cls in classes_defined_in(module, BaseTool):
                 if not cls.name:
                     continue
                 if cls.name in RESERVED_PARAMETERS:
@@ -206,7 +193,7 @@ class Kernel:
                 tool = cls()
             except PART_FAILURES as exc:
                 self.registry.register_tool(
-                    name, ToolStatus.DEAD, f"constructor raised {_describe(exc)}", relative
+                    name, ToolStatus.DEAD, f"constructor raised {describe(exc)}", relative
                 )
                 log.exception("tool %s could not be constructed", name)
                 continue
@@ -230,11 +217,11 @@ class Kernel:
             # Its infrastructure is unreachable: the tool reconnects by itself, and its first
             # successful call (or health check) marks it OK again.
             log.error("tool %s: setup() found its infrastructure unavailable: %s", tool.name, exc)
-            self.registry.mark_setup_failed(tool.name, f"setup() raised {_describe(exc)}", permanent=False)
+            self.registry.mark_setup_failed(tool.name, f"setup() raised {describe(exc)}", permanent=False)
         except PART_FAILURES as exc:
             # A misconfiguration: a later successful call does not mean it is set up.
             log.exception("tool %s: setup() raised", tool.name)
-            self.registry.mark_setup_failed(tool.name, f"setup() raised {_describe(exc)}")
+            self.registry.mark_setup_failed(tool.name, f"setup() raised {describe(exc)}")
 
     def _plugin_files(self) -> list[Path]:
         """``domains/*/plugins/*.py`` (not ``_private.py``), sorted by domain then file name.
@@ -243,11 +230,11 @@ class Kernel:
         objects were a visible share of booting a root with a hundred plugins."""
         domains = os.path.join(self.root, "domains")
         found: list[Path] = []
-        for domain in _sorted_entries(domains, directories=True):
+        for domain in sorted_entries(domains, directories=True):
             plugins = os.path.join(domains, domain, "plugins")
             found.extend(
                 Path(plugins, name)
-                for name in _sorted_entries(plugins, directories=False)
+                for name in sorted_entries(plugins, directories=False)
                 if name.endswith(".py") and not name.startswith("_")
             )
         return found
@@ -278,7 +265,7 @@ class Kernel:
         domain = path.parent.parent.name
         return [
             plugin
-            for cls in _classes_defined_in(module, BasePlugin)
+            for cls in classes_defined_in(module, BasePlugin)
             if isinstance(plugin := self._construct(cls, domain, path), LoadedPlugin)
         ]
 
@@ -290,7 +277,7 @@ class Kernel:
         except BaseException as exc:
             if isinstance(exc, asyncio.CancelledError):
                 raise
-            error = _describe(exc)
+            error = describe(exc)
             self.registry.record_load_error(relative, error)
             log.error("plugin file %s failed to import: %s", relative, error)
             return None, error
@@ -312,7 +299,7 @@ class Kernel:
         missing: list[str] = []
         dependencies: list[str] = []
         tasks: PluginTasks | None = None
-        for name, required in _init_parameters(cls):
+        for name, required in init_parameters(cls):
             dependencies.append(name)
             if name == CONTAINER_PARAMETER:
                 kwargs[name] = self.container
@@ -346,7 +333,7 @@ class Kernel:
         try:
             instance = cls(**kwargs)
         except PART_FAILURES as exc:
-            reason = f"__init__ raised {_describe(exc)}"
+            reason = f"__init__ raised {describe(exc)}"
             if staged_owner is None:
                 self.registry.update_plugin_status(plugin_id, PluginStatus.DEAD, reason)
             log.exception("plugin %s: __init__ raised", plugin_id)
@@ -383,10 +370,10 @@ class Kernel:
         stats: list[StepStats] = []
         for plugin in plugins:
             context = contextvars.copy_context()
-            context.run(_enter, plugin.owner, f"{plugin.plugin_id}.on_boot")
+            context.run(enter, plugin.owner, f"{plugin.plugin_id}.on_boot")
             hook = plugin.instance.on_boot
             # Creating the coroutine runs none of its code; a plain hook is moved to a thread.
-            work = hook() if _is_coroutine_function(hook) else _hook(hook)
+            work = hook() if is_coroutine_function(hook) else run_hook(hook)
             stats.append(step_stats := StepStats())
             where = f"{plugin.plugin_id}.on_boot()"
             tasks.append(asyncio.create_task(guarded(work, where, step_stats), context=context))
@@ -402,7 +389,7 @@ class Kernel:
             _, pending = await asyncio.wait(pending, timeout=remaining)
         for task in pending:
             task.cancel()  # a hook that ignores cancellation is abandoned, never waited for
-            task.add_done_callback(_discard_result)
+            task.add_done_callback(discard_result)
         reasons: list[str | None] = []
         for task, plugin, step in zip(tasks, plugins, stats, strict=True):
             if step.longest > limit:
@@ -419,7 +406,7 @@ class Kernel:
                 reason = "on_boot() was cancelled"
                 log.error("%s: %s", plugin.plugin_id, reason)
             elif (error := task.exception()) is not None:
-                reason = f"on_boot() raised {_describe(error)}"
+                reason = f"on_boot() raised {describe(error)}"
                 log.error("%s.on_boot failed", plugin.plugin_id, exc_info=error)
             else:
                 reason = None
@@ -427,12 +414,15 @@ class Kernel:
         return reasons
 
     def _plugin_classes(self, module: Any) -> list[type[BasePlugin]]:
-        return _classes_defined_in(module, BasePlugin)
+        return classes_defined_in(module, BasePlugin)
 
     async def _shut_down(self, plugin: LoadedPlugin, limit: float) -> None:
         """Run one plugin's ``on_shutdown`` (bounded, failures logged), then stop its tasks."""
-        await self._bounded(
-            _hook(plugin.instance.on_shutdown), limit, f"{plugin.plugin_id}.on_shutdown", owner=plugin.owner
+        await bounded(
+            run_hook(plugin.instance.on_shutdown),
+            limit,
+            f"{plugin.plugin_id}.on_shutdown",
+            owner=plugin.owner,
         )
         if plugin.tasks is not None:
             await plugin.tasks.cancel_all(limit)
@@ -503,7 +493,7 @@ class Kernel:
         for plugin_id in reversed(list(self.plugins)):
             await self._shut_down(self.plugins.pop(plugin_id), timeout)
         for tool in reversed(self._tool_order):
-            await self._bounded(tool.shutdown(), timeout, f"{tool.name}.shutdown")
+            await bounded(tool.shutdown(), timeout, f"{tool.name}.shutdown")
         self._tool_order = []
         if self.registry.watchdog is not None:
             self.registry.watchdog.stop()
@@ -519,7 +509,7 @@ class Kernel:
         factory = next((t.loop_factory for t in self._tool_classes() if t.loop_factory), None)
         with asyncio.Runner(loop_factory=factory) as runner:
             code = runner.run(self._main(serve=command == "serve"))
-            abandoned = runner.run(_stop_leftovers(env_float("SHUTDOWN_TIMEOUT", 10.0)))
+            abandoned = runner.run(stop_leftovers(env_float("SHUTDOWN_TIMEOUT", 10.0)))
             if abandoned:
                 # Closing the runner would wait for them forever: exit now, saying what is left.
                 log.error("exiting with work that ignored cancellation abandoned: %s", ", ".join(abandoned))
@@ -559,182 +549,12 @@ class Kernel:
     def _tool_classes(self) -> Iterable[type[BaseTool]]:
         """Tool classes, imported without constructing them (to choose the event loop)."""
         tools_dir = self.root / "tools"
-        for path in _python_files(tools_dir):
+        for path in python_files(tools_dir):
             try:
                 module = import_file(self.root, path)
             except Exception:
                 continue  # boot reports it
-            yield from _classes_defined_in(module, BaseTool)
-
-    # -- helpers -------------------------------------------------------------------------------
-
-    async def _bounded(
-        self,
-        work: Awaitable[Any],
-        limit: float,
-        identity: str,
-        *,
-        owner: str | None = None,
-        timeout_name: str = "timeout",
-        on_error: Callable[[str], None] | None = None,
-    ) -> bool:
-        """Await ``work`` under an identity and a timeout; report and swallow its failure."""
-        owner_token = current_plugin_var.set(owner)
-        identity_token = current_identity_var.set(identity)
-        try:
-            # Its own task, so a hook that swallows the cancellation is abandoned at the bound
-            # instead of holding the caller (a shutdown) forever.
-            task = asyncio.ensure_future(guarded(work, f"{identity}()"))
-        finally:
-            current_identity_var.reset(identity_token)
-            current_plugin_var.reset(owner_token)
-        name = identity.rsplit(".", 1)[-1]
-        try:
-            done, _ = await asyncio.wait({task}, timeout=limit)
-        except asyncio.CancelledError:
-            task.cancel()
-            task.add_done_callback(_discard_result)
-            raise  # the kernel itself is being cancelled
-        if not done:
-            task.cancel()
-            task.add_done_callback(_discard_result)
-            reason = f"{name}() did not finish within {limit:g}s ({timeout_name}); abandoned"
-            log.error("%s: %s", identity, reason)
-        elif task.cancelled():  # the hook raised CancelledError on its own: one failure, the rest run
-            reason = f"{name}() was cancelled"
-            log.error("%s: %s", identity, reason)
-        elif (error := task.exception()) is not None:
-            reason = f"{name}() raised {_describe(error)}"
-            log.error("%s failed", identity, exc_info=error)
-        else:
-            return True
-        if on_error is not None:
-            on_error(reason)
-        return False
-
-
-async def _stop_leftovers(limit: float) -> list[str]:
-    """Cancel the tasks still running once the kernel has shut down and wait for them at most
-    ``limit`` seconds; return what is still running then (tasks by name, non-daemon threads)."""
-    current = asyncio.current_task()
-    tasks = [task for task in asyncio.all_tasks() if task is not current]
-    for task in tasks:
-        task.cancel()
-    pending: set[asyncio.Task[Any]] = set()
-    if tasks:
-        _, pending = await asyncio.wait(tasks, timeout=limit)
-    for task in tasks:
-        if task not in pending:
-            _discard_result(task)
-    threads = [
-        t for t in threading.enumerate() if not t.daemon and t is not threading.main_thread() and t.is_alive()
-    ]
-    return [f"task {task.get_name()}" for task in pending] + [f"thread {t.name}" for t in threads]
-
-
-def _enter(owner: str, identity: str) -> None:
-    current_plugin_var.set(owner)
-    current_identity_var.set(identity)
-
-
-def _discard_result(task: asyncio.Task[Any]) -> None:
-    if not task.cancelled():
-        task.exception()  # retrieved, so an abandoned hook's late failure is not reported as lost
-
-
-def _is_coroutine_function(fn: Callable[..., Any]) -> bool:
-    code = getattr(getattr(fn, "__func__", fn), "__code__", None)
-    if code is not None:
-        return bool(code.co_flags & inspect.CO_COROUTINE)
-    return inspect.iscoroutinefunction(fn)
-
-
-async def _hook(fn: Callable[[], Any]) -> Any:
-    """Run a plugin hook: ``async def`` is awaited, a plain one runs in its own daemon thread."""
-    if _is_coroutine_function(fn):
-        return await fn()
-    result = await run_in_daemon_thread(fn)
-    if inspect.isawaitable(result):
-        return await result
-    return result
-
-
-def _sorted_entries(directory: str, *, directories: bool) -> list[str]:
-    """Names of the folders (or files) in ``directory``, following links; [] when it is absent."""
-    try:
-        with os.scandir(directory) as entries:
-            return sorted(e.name for e in entries if (e.is_dir() if directories else e.is_file()))
-    except (FileNotFoundError, NotADirectoryError):
-        return []
-
-
-def _python_files(directory: Path) -> list[Path]:
-    """Every ``*.py`` below ``directory``, following linked folders (``Path.rglob`` does not on
-    Python 3.11), skipping caches and test files; sorted so discovery order is stable."""
-    found: list[Path] = []
-    seen: set[str] = set()
-    for folder, subfolders, files in os.walk(directory, followlinks=True):
-        real = os.path.realpath(folder)
-        if real in seen:  # a link back up the tree: walked already, and walking it again never ends
-            subfolders[:] = []
-            continue
-        seen.add(real)
-        subfolders[:] = sorted(d for d in subfolders if d != "__pycache__")
-        found.extend(
-            Path(folder, name) for name in files if name.endswith(".py") and not name.startswith("test_")
-        )
-    return sorted(found)
-
-
-def _init_parameters(cls: type) -> list[tuple[str, bool]]:
-    """``(name, required)`` for each named ``__init__`` parameter after ``self``.
-
-    Reads the code object directly for plain functions (the common case; ``inspect.signature`` was
-    a visible share of boot time) and falls back to ``inspect.signature`` for anything else.
-    """
-    init: Any = cls.__init__  # type: ignore[misc]
-    code = getattr(init, "__code__", None)
-    if code is None or getattr(init, "__wrapped__", None) is not None:
-        if init is object.__init__:
-            return []
-        return [
-            (p.name, p.default is p.empty)
-            for p in list(inspect.signature(init).parameters.values())[1:]
-            if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
-        ]
-    positional = code.co_varnames[1 : code.co_argcount]
-    keyword_only = code.co_varnames[code.co_argcount : code.co_argcount + code.co_kwonlyargcount]
-    defaults = init.__defaults__ or ()
-    kwdefaults = init.__kwdefaults__ or {}
-    first_default = len(positional) - len(defaults)
-    return [(name, i < first_default) for i, name in enumerate(positional)] + [
-        (name, name not in kwdefaults) for name in keyword_only
-    ]
-
-
-def _classes_defined_in(module: Any, base: type[Any]) -> list[Any]:
-    return [
-        obj
-        for obj in vars(module).values()
-        if isinstance(obj, type)
-        and issubclass(obj, base)
-        and obj is not base
-        and obj.__module__ == module.__name__
-        and not inspect.isabstract(obj)
-    ]
-
-
-def _describe(exc: BaseException) -> str:
-    """``Type: message`` plus where it happened, short enough for the dump."""
-    where = ""
-    if isinstance(exc, SyntaxError):
-        return f"{type(exc).__name__}: {exc.msg} ({Path(exc.filename or '?').name}, line {exc.lineno})"
-    else:
-        frames = traceback.extract_tb(exc.__traceback__)
-        if frames:
-            last = frames[-1]
-            where = f" ({Path(last.filename).name}:{last.lineno})"
-    return f"{type(exc).__name__}: {exc}{where}"
+            yield from classes_defined_in(module, BaseTool)
 
 
 def main() -> None:  # pragma: no cover - exercised through main.py

@@ -84,13 +84,15 @@ from time import perf_counter
 from typing import TYPE_CHECKING, Any
 
 from core.container import Container
+from core.lifecycle import bounded
 from core.loader import forget
 from core.registry import PluginStatus
 from core.reload_sources import SourceChanges
 from core.settings import env_float
 
 if TYPE_CHECKING:
-    from core.kernel import Kernel, LoadedPlugin
+    from core.kernel import Kernel
+    from core.lifecycle import LoadedPlugin
 
 log = logging.getLogger("keel.reloader")
 
@@ -505,9 +507,7 @@ class PluginHost:
         for tool in kernel._tool_order:
             hook = getattr(tool, "on_plugins_changed", None)
             if callable(hook):
-                await kernel._bounded(
-                    hook(kernel.container), kernel._tool_timeout, f"{tool.name}.on_plugins_changed"
-                )
+                await bounded(hook(kernel.container), kernel._tool_timeout, f"{tool.name}.on_plugins_changed")
 
 
 def _outcome(
