@@ -313,13 +313,10 @@ class PluginHost:
             elif text.startswith(f"{self.domains}{os.sep}") and not text.endswith(".py"):
                 folders.append(text + os.sep)
         if folders:
-            dump = self._registry.get_system_dump()
             candidates = {str(p.file) for p in self._lifecycle.plugins.values()}
-            candidates.update(
-                str(self.root / state["file"]) for state in dump["plugins"].values() if state["file"]
-            )
-            candidates.update(str(self.root / relative) for relative in dump["load_errors"])
             for folder in folders:
+                known = self._registry.files_under(self._discovery.relative(Path(folder)))
+                candidates.update(str(self.root / relative) for relative in known)
                 candidates.update(str(p) for p in Path(folder).glob("**/*.py"))
             files.update(c for c in candidates if c.startswith(tuple(folders)) and self.is_plugin_file(c))
         ordered = sorted(Path(text) for text in files)
@@ -422,11 +419,10 @@ class PluginHost:
         """Unload a deleted file's plugins; ``None`` when the kernel never knew the file."""
         started = perf_counter()
         relative = self._discovery.relative(path)
-        dump = self._registry.get_system_dump()
         running = self._lifecycle.plugins_of_file(path)
-        recorded = [pid for pid, state in dump["plugins"].items() if state["file"] == relative]
+        recorded = self._registry.plugins_in_file(relative)
         forget(self.root, path)  # also when its plugins moved to another file (a rename)
-        if not running and not recorded and relative not in dump["load_errors"]:
+        if not running and not recorded and not self._registry.has_load_error(relative):
             return None
         for plugin in reversed(running):
             await self._unload(plugin)
@@ -438,12 +434,8 @@ class PluginHost:
     def _forget_registry_entries(self, relative: str, *, keep: Iterable[str]) -> None:
         """Drop registry entries of ``relative`` for plugins it no longer defines and that do not run."""
         kept = set(keep)
-        for plugin_id, state in self._registry.get_system_dump()["plugins"].items():
-            if (
-                state["file"] == relative
-                and plugin_id not in kept
-                and plugin_id not in self._lifecycle.plugins
-            ):
+        for plugin_id in self._registry.plugins_in_file(relative):
+            if plugin_id not in kept and plugin_id not in self._lifecycle.plugins:
                 self._registry.remove_plugin(plugin_id)
 
     async def _notify(self) -> None:
