@@ -46,6 +46,8 @@ class Discovery:
             yield from classes_defined_in(module, BaseTool)
 
     def discover_tools(self) -> list[BaseTool]:
+        """Import every tool file, construct each tool, register it and add it to the container;
+        the tools that were constructed, in discovery order (the order of setup and shutdown)."""
         tools_dir = self.root / "tools"
         found: dict[str, tuple[type[BaseTool], Path]] = {}
         for path in python_files(tools_dir):
@@ -124,6 +126,7 @@ class Discovery:
         return module, None
 
     def plugin_classes(self, module: Any) -> list[type[BasePlugin]]:
+        """The concrete plugin classes ``module`` defines itself (not those it imports)."""
         return classes_defined_in(module, BasePlugin)
 
 

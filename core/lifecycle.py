@@ -215,6 +215,7 @@ class PluginLifecycle:
             await plugin.tasks.cancel_all(self.boot_timeout)
 
     def release(self, owner: str) -> None:
+        """Every tool's ``release_owner(owner)``; one that raises is logged and the rest still run."""
         for tool in self.tools:
             release = getattr(tool, "release_owner", None)
             if release is None:
@@ -236,6 +237,7 @@ class PluginLifecycle:
             await plugin.tasks.cancel_all(limit)
 
     async def setup_tool(self, tool: BaseTool, limit: float) -> None:
+        """One tool's ``setup()``, bounded by ``limit``: OFF when it is not configured, DEAD when it fails."""
         try:
             async with asyncio.timeout(limit):
                 await tool.setup()
