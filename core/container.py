@@ -100,7 +100,7 @@ class ToolProxy:
             raise UnknownMethodError(self._keel_name, attr, self._keel_tool) from None
         if attr.startswith("_") or not inspect.ismethod(value):
             return value
-        wrapper = _wrap(self, attr, value)
+        wrapper = _wrap(self._keel_name, self._keel_container, self._keel_health, attr, value)
         self.__dict__[attr] = wrapper
         return wrapper
 
@@ -108,12 +108,11 @@ class ToolProxy:
         return f"<ToolProxy {self._keel_name}: {self._keel_tool!r}>"
 
 
-def _wrap(proxy: ToolProxy, method: str, fn: Callable[..., Any]) -> Callable[..., Any]:  # noqa: C901  the hot path is inlined on purpose (see the docstring)
+def _wrap(  # noqa: C901  the hot path is inlined on purpose (see the docstring)
+    tool_name: str, container: Container, health: _ToolHealth, method: str, fn: Callable[..., Any]
+) -> Callable[..., Any]:
     """Build the wrapper for one method. The untraced success path is inlined on purpose: it runs
     on every tool call in the service, and each extra Python frame there costs about 50 ns."""
-    tool_name = proxy._keel_name
-    container = proxy._keel_container
-    health = proxy._keel_health
     registry = health.registry
     append = registry.metrics.append
     sinks = registry.metrics_sinks
@@ -350,10 +349,7 @@ class Container:
 
     def add(self, tool: BaseTool) -> ToolProxy:
         name = tool.name
-        state = self.registry._tools.get(name)
-        if state is None:
-            self.registry.register_tool(name)
-            state = self.registry._tools[name]
+        state = self.registry.tool_state(name)
         proxy = ToolProxy(tool, name, self, _ToolHealth(name, self.registry, state))
         self._tools[name] = tool
         self._proxies[name] = proxy

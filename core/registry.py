@@ -170,6 +170,17 @@ class Registry:
         state = self._tools.get(name)
         return state.status if state else None
 
+    def tool_state(self, name: str) -> ToolState:
+        """The live state of tool ``name``, registered OK first if it is not known yet.
+
+        Not a snapshot: a tool's proxy keeps it, so every call reads the tool's status without a
+        lookup and the proxy's health bookkeeping sees every change the registry makes."""
+        state = self._tools.get(name)
+        if state is None:
+            self.register_tool(name)
+            state = self._tools[name]
+        return state
+
     def remove_tool(self, name: str) -> None:
         self._tools.pop(name, None)
 
@@ -212,6 +223,10 @@ class Registry:
         state = self._plugins.get(plugin_id)
         return state.status if state else None
 
+    def plugins_in_file(self, file: str) -> list[str]:
+        """The ids of the plugins recorded as defined in ``file`` (relative to the root), sorted."""
+        return sorted(plugin_id for plugin_id, state in self._plugins.items() if state.file == file)
+
     # -- files that could not be loaded --------------------------------------------------------
 
     def record_load_error(self, file: str, error: str) -> None:
@@ -219,6 +234,16 @@ class Registry:
 
     def clear_load_error(self, file: str) -> None:
         self._load_errors.pop(file, None)
+
+    def has_load_error(self, file: str) -> bool:
+        return file in self._load_errors
+
+    def files_under(self, folder: str) -> set[str]:
+        """The files (relative to the root) below ``folder`` that a plugin or a load error names:
+        what a live reload must look at when a whole folder was moved or deleted."""
+        prefix = folder.rstrip(os.sep) + os.sep
+        named = {state.file for state in self._plugins.values() if state.file} | set(self._load_errors)
+        return {file for file in named if file.startswith(prefix)}
 
     # -- domains and kernel capabilities ------------------------------------------------------
 

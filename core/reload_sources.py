@@ -313,10 +313,8 @@ class SourceChanges:
     def _known_plugin_files(self) -> list[Path]:
         """Plugin files the kernel knows: running, in the dump, or failed to load."""
         kernel = self._kernel
-        dump = kernel.registry.get_system_dump()
         known = {Path(p.file) for p in kernel.plugins.values()}
-        known.update(self.root / s["file"] for s in dump["plugins"].values() if s.get("file"))
-        known.update(self.root / relative for relative in dump["load_errors"])
+        known.update(self.root / relative for relative in kernel.registry.files_under("domains"))
         return sorted(p for p in known if classify(self.root, p) is SourceKind.PLUGIN and p.is_file())
 
 

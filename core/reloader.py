@@ -85,12 +85,12 @@ from typing import TYPE_CHECKING, Any
 
 from core.container import Container
 from core.loader import forget
-from core.registry import PluginStatus
 from core.reload_sources import SourceChanges
 from core.settings import env_float
 
 if TYPE_CHECKING:
-    from core.kernel import Kernel, LoadedPlugin
+    from core.kernel import Kernel
+    from core.lifecycle import LoadedPlugin
 
 log = logging.getLogger("keel.reloader")
 
@@ -176,10 +176,16 @@ def _complete(content: bytes, running: bool) -> bool:
 
 
 class PluginHost:
-    """One kernel's plugins as files that come, change and go; see the module docstring."""
+    """One kernel's plugins as files that come, change and go; see the module docstring.
+
+    It drives the kernel's :class:`~core.lifecycle.PluginLifecycle` (the same stages boot uses)
+    and :class:`~core.discovery.Discovery` (importing a file, naming it), through their public
+    methods only."""
 
     def __init__(self, kernel: Kernel) -> None:
-        self._kernel = kernel
+        self._lifecycle = kernel.lifecycle
+        self._discovery = kernel.discovery
+        self._registry = kernel.registry
         self.root = kernel.root
         self.domains = kernel.root / "domains"
         self.drain_timeout = 10.0
@@ -201,7 +207,7 @@ class PluginHost:
         """Return once ``path`` is complete (see the module docstring), or after the bound."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.complete_timeout
-        running = any(p.file == path for p in self._kernel.plugins.values())
+        running = bool(self._lifecycle.plugins_of_file(path))
         previous: bytes | None = None
         while True:
             try:
@@ -275,19 +281,14 @@ class PluginHost:
             await self._notify()
         return built
 
-    async def unload_file(self, path: Path) -> None:
-        async with self._lock:
-            await self._unload_file(path)
-            await self._notify()
-
     async def unload_plugin(self, plugin_id: str) -> None:
         async with self._lock:
-            plugin = self._kernel.plugins.get(plugin_id)
+            plugin = self._lifecycle.plugins.get(plugin_id)
             if plugin is not None:
                 await self._unload(plugin)
             else:
-                self._kernel._release(plugin_id)
-                self._kernel.registry.remove_plugin(plugin_id)
+                self._lifecycle.release(plugin_id)
+                self._registry.remove_plugin(plugin_id)
             await self._notify()
 
     async def close(self) -> None:
@@ -312,202 +313,148 @@ class PluginHost:
             elif text.startswith(f"{self.domains}{os.sep}") and not text.endswith(".py"):
                 folders.append(text + os.sep)
         if folders:
-            kernel = self._kernel
-            dump = kernel.registry.get_system_dump()
-            candidates = {str(p.file) for p in kernel.plugins.values()}
-            candidates.update(
-                str(self.root / state["file"]) for state in dump["plugins"].values() if state["file"]
-            )
-            candidates.update(str(self.root / relative) for relative in dump["load_errors"])
+            candidates = {str(p.file) for p in self._lifecycle.plugins.values()}
             for folder in folders:
+                known = self._registry.files_under(self._discovery.relative(Path(folder)))
+                candidates.update(str(self.root / relative) for relative in known)
                 candidates.update(str(p) for p in Path(folder).glob("**/*.py"))
             files.update(c for c in candidates if c.startswith(tuple(folders)) and self.is_plugin_file(c))
         ordered = sorted(Path(text) for text in files)
         present = [path for path in ordered if path.is_file()]
         return present, [path for path in ordered if path not in present]
 
-    async def _load(  # noqa: C901  being split into the plugin lifecycle (issue 19, kernel part)
-        self, path: Path, *, fresh: bool
-    ) -> tuple[FileOutcome, list[LoadedPlugin]]:
-        kernel = self._kernel
+    async def _load(self, path: Path, *, fresh: bool) -> tuple[FileOutcome, list[LoadedPlugin]]:
         started = perf_counter()
-        relative = kernel._relative(path)
-        domain = path.parent.parent.name
-        previous = [p for p in kernel.plugins.values() if p.file == path]
+        relative = self._discovery.relative(path)
+        previous = self._lifecycle.plugins_of_file(path)
         if fresh:
             _drop_bytecode(path)
-        module, error = kernel._import_module(path, fresh=fresh)
+        module, error = self._discovery.import_module(path, fresh=fresh)
         if module is None:
             for plugin in previous:
-                kernel.registry.set_plugin_reload_error(plugin.plugin_id, error)
+                self._registry.set_plugin_reload_error(plugin.plugin_id, error)
             ids = tuple(p.plugin_id for p in previous)
             failure = {relative: error or "import failed"}
             return _outcome(relative, ReloadAction.FAILED, started, ids, failure), []
+        versions = self._construct_versions(module, path)
+        booted = await self._boot_versions(versions)
+        for plugin in previous:
+            if (
+                plugin.plugin_id not in versions.declared
+                and self._lifecycle.plugins.get(plugin.plugin_id) is plugin
+            ):
+                await self._unload(plugin)
+        self._forget_registry_entries(relative, keep=versions.declared)
+        action = ReloadAction.RELOADED if previous or versions.staged else ReloadAction.LOADED
+        if versions.errors and not booted:
+            action = ReloadAction.FAILED
+        return _outcome(relative, action, started, tuple(versions.declared), versions.errors), versions.built
 
-        errors: dict[str, str] = {}
-        declared: list[str] = []
-        built: list[LoadedPlugin] = []
-        newcomers: list[LoadedPlugin] = []
-        staged: list[tuple[LoadedPlugin, LoadedPlugin]] = []
-        for cls in kernel._plugin_classes(module):
+    def _construct_versions(self, module: Any, path: Path) -> _Versions:
+        """Construct every plugin class of ``module``: a new plugin as at boot, a new version of a
+        running one under a staging owner (a failure to construct is then its reload error)."""
+        lifecycle = self._lifecycle
+        domain = path.parent.parent.name
+        versions = _Versions()
+        for cls in self._discovery.plugin_classes(module):
             plugin_id = f"{domain}.{cls.__name__}"
-            declared.append(plugin_id)
-            running = kernel.plugins.get(plugin_id)
+            versions.declared.append(plugin_id)
+            running = lifecycle.plugins.get(plugin_id)
             if running is None:
-                result = kernel._construct(cls, domain, path)
+                result = lifecycle.construct(cls, domain, path)
                 if isinstance(result, str):
-                    errors[plugin_id] = result
+                    versions.errors[plugin_id] = result
                 else:
-                    newcomers.append(result)
+                    versions.newcomers.append(result)
                 continue
             self._attempts += 1
             owner = staging_owner(plugin_id, self._attempts)
-            result = kernel._construct(cls, domain, path, staged_owner=owner)
+            result = lifecycle.construct(cls, domain, path, staged_owner=owner)
             if isinstance(result, str):
-                errors[plugin_id] = result
-                kernel.registry.set_plugin_reload_error(plugin_id, result)
-                kernel._release(owner)
+                versions.errors[plugin_id] = result
+                self._registry.set_plugin_reload_error(plugin_id, result)
+                lifecycle.release(owner)
             else:
-                staged.append((result, running))
-        built = newcomers + [new for new, _ in staged]
-        reasons = await kernel._run_boot_hooks(built) if built else []
+                versions.staged.append((result, running))
+        return versions
 
+    async def _boot_versions(self, versions: _Versions) -> list[str]:
+        """Boot what was constructed (one ``on_boot`` batch), admit the new plugins, swap in the new
+        versions that booted and retire what they replace; the ids that now run the new code."""
+        lifecycle = self._lifecycle
+        built = versions.built
+        reasons = await lifecycle.run_boot_hooks(built) if built else []
         booted: list[str] = []
-        for plugin, reason in zip(newcomers, reasons, strict=False):
+        for plugin, reason in zip(versions.newcomers, reasons, strict=False):
+            await lifecycle.admit(plugin, reason)
             if reason is None:
-                kernel.plugins[plugin.plugin_id] = plugin
-                kernel.registry.update_plugin_status(plugin.plugin_id, PluginStatus.READY)
                 booted.append(plugin.plugin_id)
             else:
-                errors[plugin.plugin_id] = reason
-                kernel.registry.update_plugin_status(plugin.plugin_id, PluginStatus.DEAD, reason)
-                await kernel._discard(plugin)
+                versions.errors[plugin.plugin_id] = reason
         promoted: list[tuple[LoadedPlugin, LoadedPlugin]] = []
-        for (new, running), reason in zip(staged, reasons[len(newcomers) :], strict=True):
+        for (new, running), reason in zip(versions.staged, reasons[len(versions.newcomers) :], strict=True):
             if reason is None:
                 promoted.append((new, running))
             else:
-                errors[new.plugin_id] = reason
-                kernel.registry.set_plugin_reload_error(new.plugin_id, reason)
-                await kernel._discard(new)
+                versions.errors[new.plugin_id] = reason
+                self._registry.set_plugin_reload_error(new.plugin_id, reason)
+                await lifecycle.discard(new)
         # The swap: no await from the first promotion to the last, so a request sees either every
         # old registration of the file or every new one.
         for new, running in promoted:
-            self._promote(new, running)
+            lifecycle.promote(new, running)
             booted.append(new.plugin_id)
-        await asyncio.gather(*(self._retire(running, swapped=True) for _, running in promoted))
-
-        for plugin in previous:
-            if plugin.plugin_id not in declared and kernel.plugins.get(plugin.plugin_id) is plugin:
-                await self._unload(plugin)
-        self._forget_registry_entries(relative, keep=declared)
-        action = ReloadAction.RELOADED if previous or staged else ReloadAction.LOADED
-        if errors and not booted:
-            action = ReloadAction.FAILED
-        return _outcome(relative, action, started, tuple(declared), errors), built
-
-    def _promote(self, new: LoadedPlugin, running: LoadedPlugin) -> None:
-        kernel = self._kernel
-        plugin_id = new.plugin_id
-        for tool in kernel._tool_order:
-            promote = getattr(tool, "promote_owner", None)
-            release = getattr(tool, "release_owner", None)
-            try:
-                if promote is not None:
-                    promote(new.owner, plugin_id)
-                    if release is not None and running.owner != plugin_id:
-                        release(running.owner)
-                elif release is not None:
-                    release(running.owner)
-            except Exception:
-                log.exception("tool %s: handing %s over to its new version raised", tool.name, plugin_id)
-        if new.tasks is not None:
-            new.tasks.adopt(plugin_id)
-        kernel.plugins[plugin_id] = new
-        kernel.registry.register_plugin(
-            plugin_id,
-            domain=new.domain,
-            class_name=type(new.instance).__name__,
-            dependencies=new.dependencies,
-            file=kernel._relative(new.file),
-            status=PluginStatus.READY,
-        )
-
-    async def _retire(self, plugin: LoadedPlugin, *, swapped: bool) -> None:
-        """Stop a version that no longer serves: release (unless a swap already did), drain,
-        ``on_shutdown``, cancel its tasks, release whatever its shutdown registered."""
-        kernel = self._kernel
-        owners = sorted({plugin.plugin_id, plugin.owner})
-        if not swapped:
-            for owner in owners:
-                kernel._release(owner)
-        await self._drain(plugin.plugin_id, owners)
-        await kernel._shut_down(plugin, kernel._boot_timeout)
-        for owner in owners if not swapped else [o for o in owners if o != plugin.plugin_id]:
-            kernel._release(owner)
-
-    async def _drain(self, plugin_id: str, owners: list[str]) -> None:
-        drains = [
-            drain(owner)
-            for tool in self._kernel._tool_order
-            if callable(drain := getattr(tool, "drain_owner", None))
-            for owner in owners
-        ]
-        if not drains:
-            return
-        try:
-            async with asyncio.timeout(self.drain_timeout):
-                results = await asyncio.gather(*drains, return_exceptions=True)
-        except TimeoutError:
-            log.warning(
-                "%s: work still in flight after %gs (PLUGIN_DRAIN_TIMEOUT); shutting it down anyway",
-                plugin_id,
-                self.drain_timeout,
+        await asyncio.gather(
+            *(
+                lifecycle.retire(running, swapped=True, drain_timeout=self.drain_timeout)
+                for _, running in promoted
             )
-            return
-        for result in results:
-            if isinstance(result, Exception):
-                log.error("%s: a tool's drain_owner() raised", plugin_id, exc_info=result)
+        )
+        return booted
 
     async def _unload(self, plugin: LoadedPlugin) -> None:
-        self._kernel.plugins.pop(plugin.plugin_id, None)
-        await self._retire(plugin, swapped=False)
-        self._kernel.registry.remove_plugin(plugin.plugin_id)
+        await self._lifecycle.unload(plugin, drain_timeout=self.drain_timeout)
 
     async def _unload_file(self, path: Path) -> FileOutcome | None:
         """Unload a deleted file's plugins; ``None`` when the kernel never knew the file."""
-        kernel = self._kernel
         started = perf_counter()
-        relative = kernel._relative(path)
-        dump = kernel.registry.get_system_dump()
-        running = [p for p in kernel.plugins.values() if p.file == path]
-        recorded = [pid for pid, state in dump["plugins"].items() if state["file"] == relative]
+        relative = self._discovery.relative(path)
+        running = self._lifecycle.plugins_of_file(path)
+        recorded = self._registry.plugins_in_file(relative)
         forget(self.root, path)  # also when its plugins moved to another file (a rename)
-        if not running and not recorded and relative not in dump["load_errors"]:
+        if not running and not recorded and not self._registry.has_load_error(relative):
             return None
         for plugin in reversed(running):
             await self._unload(plugin)
         self._forget_registry_entries(relative, keep=())
-        kernel.registry.clear_load_error(relative)
+        self._registry.clear_load_error(relative)
         ids = tuple(sorted({p.plugin_id for p in running} | set(recorded)))
         return _outcome(relative, ReloadAction.UNLOADED, started, ids, {})
 
     def _forget_registry_entries(self, relative: str, *, keep: Iterable[str]) -> None:
         """Drop registry entries of ``relative`` for plugins it no longer defines and that do not run."""
-        kernel = self._kernel
         kept = set(keep)
-        for plugin_id, state in kernel.registry.get_system_dump()["plugins"].items():
-            if state["file"] == relative and plugin_id not in kept and plugin_id not in kernel.plugins:
-                kernel.registry.remove_plugin(plugin_id)
+        for plugin_id in self._registry.plugins_in_file(relative):
+            if plugin_id not in kept and plugin_id not in self._lifecycle.plugins:
+                self._registry.remove_plugin(plugin_id)
 
     async def _notify(self) -> None:
-        kernel = self._kernel
-        for tool in kernel._tool_order:
-            hook = getattr(tool, "on_plugins_changed", None)
-            if callable(hook):
-                await kernel._bounded(
-                    hook(kernel.container), kernel._tool_timeout, f"{tool.name}.on_plugins_changed"
-                )
+        await self._lifecycle.notify_changed()
+
+
+@dataclass
+class _Versions:
+    """What one plugin file's import produced: the plugin ids it declares, the new plugins, the new
+    versions of running ones (each with the version it would replace), and failures by plugin id."""
+
+    declared: list[str] = field(default_factory=list)
+    newcomers: list[LoadedPlugin] = field(default_factory=list)
+    staged: list[tuple[LoadedPlugin, LoadedPlugin]] = field(default_factory=list)
+    errors: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def built(self) -> list[LoadedPlugin]:
+        return self.newcomers + [new for new, _ in self.staged]
 
 
 def _outcome(

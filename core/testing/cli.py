@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import json
 from collections import deque
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -64,8 +64,9 @@ def _ends_with_result(run: CliRun) -> bool:
 class _FakeProcess:
     """One launched fake: serves queued lines, records stdin, reports an exit code."""
 
-    def __init__(self, owner: _ScriptedCli, index: int) -> None:
+    def __init__(self, owner: _ScriptedCli, index: int, on_message: Callable[[_FakeProcess], None]) -> None:
         self._owner = owner
+        self._on_message = on_message
         self._queue: deque[CliLine] = deque()
         self._stderr: list[str] = []
         self._stdin: list[bytes] = owner.stdin[index]
@@ -106,7 +107,7 @@ class _FakeProcess:
         while b"\n" in self._pending:
             line, self._pending = self._pending.split(b"\n", 1)
             if line.strip():
-                self._owner._on_message(self)
+                self._on_message(self)
 
     async def close_stdin(self) -> None:
         self._stdin_closed = True
@@ -162,7 +163,7 @@ class _ScriptedCli:
         self.spawns += 1
         self.invocations.append(invocation)
         self.stdin.append([])
-        process = _FakeProcess(self, len(self.stdin) - 1)
+        process = _FakeProcess(self, len(self.stdin) - 1, self._on_message)
         self._on_spawn(process)
         return process
 

@@ -263,7 +263,7 @@ class DbTool(BaseTool):
         """
         if isolation is not None:
             isolation_sql(isolation)
-        return Transaction(self, isolation)
+        return Transaction(self, self._ready_engine, self._report, isolation)
 
     async def transact(
         self,
@@ -307,6 +307,9 @@ class DbTool(BaseTool):
             raise DatabaseUnavailableError("db is not set up (or has been shut down)")
         return self._engine
 
+    async def _ready_engine(self) -> Engine:
+        return self._live or await self._ensure_ready()
+
     async def _ensure_ready(self) -> Engine:
         """Start the engine now if setup could not reach the database; raise if it still cannot."""
         if self._fatal is not None:
@@ -331,25 +334,32 @@ class DbTool(BaseTool):
 class Transaction:
     """What ``db.transaction()`` returns; entering it yields the tool itself."""
 
-    __slots__ = ("_inner", "_isolation", "_tool")
+    __slots__ = ("_inner", "_isolation", "_ready", "_report", "_tool")
 
-    def __init__(self, tool: DbTool, isolation: str | None = None) -> None:
+    def __init__(
+        self,
+        tool: DbTool,
+        ready: Callable[[], Awaitable[Engine]],
+        report: Callable[[BaseException | None], None],
+        isolation: str | None = None,
+    ) -> None:
         self._tool = tool
+        self._ready = ready
+        self._report = report
         self._isolation = isolation
         self._inner: Any = None
 
     async def __aenter__(self) -> DbTool:
-        tool = self._tool
         try:
-            engine = tool._live or await tool._ensure_ready()
+            engine = await self._ready()
             inner = engine.transaction(self._isolation)
             await inner.__aenter__()
         except DatabaseError as exc:
-            tool._report(exc)
+            self._report(exc)
             raise
         self._inner = inner
-        tool._report(None)
-        return tool
+        self._report(None)
+        return self._tool
 
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
@@ -357,7 +367,7 @@ class Transaction:
         try:
             await self._inner.__aexit__(exc_type, exc, tb)
         except DatabaseUnavailableError as error:
-            self._tool._report(error)
+            self._report(error)
             raise
 
 

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import asyncpg
@@ -199,6 +199,9 @@ class PostgresEngine:
         except Exception as exc:
             raise translate(exc) from exc
 
+    def _current_pool(self) -> Any:
+        return self._pool
+
     def _require_pool(self) -> Any:
         if self._pool is None:
             raise DatabaseUnavailableError("the PostgreSQL pool is closed")
@@ -208,7 +211,7 @@ class PostgresEngine:
 
     def transaction(self, isolation: str | None = None) -> PostgresTransaction:
         begin = self._begin if isolation is None else f"BEGIN ISOLATION LEVEL {isolation_sql(isolation)}"
-        return PostgresTransaction(self, begin)
+        return PostgresTransaction(self._frames, self._require_pool, self._current_pool, begin)
 
     def in_transaction(self) -> bool:
         """True when the calling task has a transaction block open."""
@@ -225,20 +228,28 @@ class PostgresEngine:
 class PostgresTransaction:
     """``async with engine.transaction():`` — BEGIN on a borrowed connection, or a SAVEPOINT."""
 
-    __slots__ = ("_begin", "_depth", "_engine", "_task")
+    __slots__ = ("_begin", "_depth", "_frames", "_pool", "_pool_now", "_task")
 
-    def __init__(self, engine: PostgresEngine, begin: str) -> None:
-        self._engine = engine
+    def __init__(
+        self,
+        frames: dict[asyncio.Task[Any], _Frame],
+        pool: Callable[[], Any],
+        pool_now: Callable[[], Any],
+        begin: str,
+    ) -> None:
+        # The engine's open blocks by task; ``pool`` raises when it is closed, ``pool_now`` is None then.
+        self._frames = frames
+        self._pool = pool
+        self._pool_now = pool_now
         self._begin = begin
         self._depth = 0
         self._task: asyncio.Task[Any] | None = None
 
     async def __aenter__(self) -> None:
-        engine = self._engine
         task = _current_task()
         if task is None:
             raise DatabaseError(DbErrorKind.MISUSE, "transaction() must be used from inside a task")
-        frame = engine._frames.get(task)
+        frame = self._frames.get(task)
         if frame is not None:
             if frame.failure is not None:
                 raise transaction_aborted(frame.failure)
@@ -252,7 +263,7 @@ class PostgresTransaction:
             frame.depth = self._depth = depth
             self._task = task
             return
-        pool = engine._require_pool()
+        pool = self._pool()
         try:
             connection = await pool.acquire()
         except Exception as exc:
@@ -264,15 +275,14 @@ class PostgresTransaction:
             if isinstance(exc, Exception):
                 raise translate(exc) from exc
             raise
-        engine._frames[task] = _Frame(connection)
+        self._frames[task] = _Frame(connection)
         self._depth = 1
         self._task = task
 
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: Any
     ) -> None:
-        engine = self._engine
-        frame = engine._frames.get(self._task) if self._task is not None else None
+        frame = self._frames.get(self._task) if self._task is not None else None
         if frame is None:  # __aenter__ did not complete, so there is nothing to end
             return
         deferred_error: DatabaseError | None = None
@@ -305,8 +315,8 @@ class PostgresTransaction:
             frame.failure = None
             frame.depth = self._depth - 1
             if self._depth == 1:
-                engine._frames.pop(self._task, None)  # type: ignore[arg-type]
-                await _give_back(engine._pool, connection)
+                self._frames.pop(self._task, None)  # type: ignore[arg-type]
+                await _give_back(self._pool_now(), connection)
         if error is not None and exc_type is None:
             raise error
         if deferred_error is not None:

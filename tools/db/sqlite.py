@@ -37,7 +37,7 @@ import asyncio
 import logging
 import sqlite3
 import time
-from collections.abc import Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +59,20 @@ _current_task = asyncio.current_task
 _SQLITE = Dialect.SQLITE
 
 
+class OpenBlock:
+    """The transaction block open on the writer, shared by the engine and its transactions."""
+
+    __slots__ = ("deferred", "depth", "failure", "owner")
+
+    def __init__(self) -> None:
+        self.owner: asyncio.Task[Any] | None = None
+        self.depth = 0
+        self.failure: DatabaseError | None = None
+        # Statements the transaction's task handed to ``defer``, run in the same thread hop as
+        # its next statement (or its end).
+        self.deferred: list[tuple[str, Sequence[Any]]] = []
+
+
 class SqliteEngine:
     """SQLite behind the ``db`` API; see the module docstring for the concurrency rules."""
 
@@ -72,12 +86,7 @@ class SqliteEngine:
         self._readers: list[SqliteWorker] = []
         self._next_reader = 0
         self._lock = WriteLock()
-        self._owner: asyncio.Task[Any] | None = None
-        self._depth = 0
-        self._failure: DatabaseError | None = None
-        # Statements the transaction's task handed to ``defer``, run in the same thread hop as
-        # its next statement (or its end).
-        self._deferred: list[tuple[str, Sequence[Any]]] = []
+        self._block = OpenBlock()
 
     def describe(self) -> str:
         return f"sqlite {self.path} (WAL, {self._reader_count} readers)"
@@ -149,7 +158,7 @@ class SqliteEngine:
         prepared = prepare(sql, _SQLITE)
         for row in rows:
             check_params(prepared, row)
-        owner = self._owner
+        owner = self._block.owner
         if owner is not None and owner is _current_task():
             await self._in_transaction(_executemany, prepared.text, rows)
         else:
@@ -160,12 +169,12 @@ class SqliteEngine:
         thread hop as the block's next statement or its end (one hop for many statements)."""
         prepared = prepare(sql, _SQLITE)
         check_params(prepared, params)
-        owner = self._owner
+        owner = self._block.owner
         if owner is None or owner is not _current_task():
             raise DatabaseError(DbErrorKind.MISUSE, "defer() is for statements inside a transaction block")
-        if self._failure is not None:
-            raise transaction_aborted(self._failure)
-        self._deferred.append((prepared.text, params))
+        if self._block.failure is not None:
+            raise transaction_aborted(self._block.failure)
+        self._block.deferred.append((prepared.text, params))
 
     async def run_script_statement(self, sql: str) -> None:
         """Run one statement of a migration as written (no placeholder rewriting)."""
@@ -177,7 +186,7 @@ class SqliteEngine:
     def _run(self, sql: str, params: Sequence[Any], job: Any) -> Coroutine[Any, Any, Any]:
         prepared = prepare(sql, _SQLITE)
         check_params(prepared, params)
-        owner = self._owner
+        owner = self._block.owner
         if owner is not None and owner is _current_task():
             return self._in_transaction(job, prepared.text, params)
         if prepared.maybe_read_only and self._readers:
@@ -185,18 +194,18 @@ class SqliteEngine:
         return self._write(job, prepared.text, params)
 
     async def _in_transaction(self, job: Any, sql: str, params: Any) -> Any:
-        if self._failure is not None:
-            raise transaction_aborted(self._failure)
+        if self._block.failure is not None:
+            raise transaction_aborted(self._block.failure)
         writer = self._require(self._writer)
         try:
-            if self._deferred:
-                deferred, self._deferred = self._deferred, []
+            if self._block.deferred:
+                deferred, self._block.deferred = self._block.deferred, []
                 return await writer.submit(_after_deferred, deferred, job, sql, params)
             return await writer.submit(job, sql, params)
         except ENGINE_ERRORS as exc:
             error = translate(exc)
             if error.kind is not DbErrorKind.PARAMETERS:
-                self._failure = error
+                self._block.failure = error
             raise error from exc
 
     async def _read(self, job: Any, sql: str, params: Any) -> Any:
@@ -224,6 +233,9 @@ class SqliteEngine:
             # statement outside a transaction leaves no transaction open behind it.
             lock.release()
 
+    def _live_writer(self) -> SqliteWorker:
+        return self._require(self._writer)
+
     @staticmethod
     def _require(worker: SqliteWorker | None) -> SqliteWorker:
         if worker is None:
@@ -236,11 +248,11 @@ class SqliteEngine:
         """A block; every block is serializable here (one writer), so ``isolation`` is only checked."""
         if isolation is not None:
             isolation_sql(isolation)
-        return SqliteTransaction(self)
+        return SqliteTransaction(self, self._block, self._lock, self._live_writer)
 
     def in_transaction(self) -> bool:
         """True when the calling task has a transaction block open."""
-        owner = self._owner
+        owner = self._block.owner
         return owner is not None and owner is _current_task()
 
     async def health_check(self) -> bool:
@@ -256,55 +268,60 @@ class SqliteEngine:
 class SqliteTransaction:
     """``async with engine.transaction():`` — BEGIN IMMEDIATE, or a SAVEPOINT when nested."""
 
-    __slots__ = ("_depth", "_engine")
+    __slots__ = ("_block", "_depth", "_engine", "_lock", "_writer")
 
-    def __init__(self, engine: SqliteEngine) -> None:
+    def __init__(
+        self, engine: SqliteEngine, block: OpenBlock, lock: WriteLock, writer: Callable[[], SqliteWorker]
+    ) -> None:
         self._engine = engine
+        self._block = block
+        self._lock = lock
+        self._writer = writer
         self._depth = 0
 
     async def __aenter__(self) -> None:
-        engine = self._engine
-        writer = engine._require(engine._writer)
+        block = self._block
+        writer = self._writer()
         task = _current_task()
         if task is None:
             raise DatabaseError(DbErrorKind.MISUSE, "transaction() must be used from inside a task")
-        if engine._owner is task:
-            if engine._failure is not None:
-                raise transaction_aborted(engine._failure)
-            depth = engine._depth + 1
-            deferred, engine._deferred = engine._deferred, []
+        if block.owner is task:
+            if block.failure is not None:
+                raise transaction_aborted(block.failure)
+            depth = block.depth + 1
+            deferred, block.deferred = block.deferred, []
             try:
                 await writer.submit(_after_deferred, deferred, _execute, f"SAVEPOINT keel_{depth}", ())
             except sqlite3.Error as exc:
                 error = translate(exc)
                 if deferred:  # a deferred statement of the enclosing block failed: it is aborted
-                    engine._failure = error
+                    block.failure = error
                 raise error from exc
-            engine._depth = self._depth = depth
+            block.depth = self._depth = depth
             return
-        if not engine._lock.try_acquire():
-            await engine._lock.acquire(engine.busy_timeout)
+        if not self._lock.try_acquire():
+            await self._lock.acquire(self._engine.busy_timeout)
         try:
             await writer.submit(_begin)
         except BaseException as exc:
             writer.post(_rollback_if_open)  # in case BEGIN ran after we stopped waiting for it
-            engine._lock.release()
+            self._lock.release()
             if isinstance(exc, sqlite3.Error):
                 raise translate(exc) from exc
             raise
-        engine._owner = task
-        engine._depth = self._depth = 1
-        engine._failure = None
-        engine._deferred = []
+        block.owner = task
+        block.depth = self._depth = 1
+        block.failure = None
+        block.deferred = []
 
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: Any
     ) -> None:
-        engine = self._engine
-        writer = engine._require(engine._writer)
-        failure = engine._failure
+        block = self._block
+        writer = self._writer()
+        failure = block.failure
         commit = exc_type is None and failure is None
-        deferred, engine._deferred = engine._deferred, []
+        deferred, block.deferred = block.deferred, []
         if not commit:
             deferred = []  # the block rolls back: what it deferred never runs
         error: DatabaseError | None = None
@@ -323,11 +340,11 @@ class SqliteTransaction:
             if exc_type is not None:
                 log.error("ending a transaction after %s failed too", exc_type.__name__, exc_info=err)
         finally:
-            engine._failure = None  # the failed block has now been rolled back
-            engine._depth = self._depth - 1
+            block.failure = None  # the failed block has now been rolled back
+            block.depth = self._depth - 1
             if self._depth == 1:
-                engine._owner = None
-                engine._lock.release()
+                block.owner = None
+                self._lock.release()
         if error is not None and exc_type is None:
             raise error
         if failure is not None and exc_type is None:

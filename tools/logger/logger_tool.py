@@ -94,9 +94,9 @@ class _SinkHandler(logging.Handler):
 
     keel_console = True  # core.console's early handler steps aside for this one
 
-    def __init__(self, tool: LoggerTool) -> None:
+    def __init__(self, dispatch: Callable[..., None]) -> None:
         super().__init__()
-        self.tool = tool
+        self.dispatch = dispatch
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
@@ -111,7 +111,7 @@ class _SinkHandler(logging.Handler):
         if record.stack_info:
             message = f"{message}\n{record.stack_info}"
         timestamp = datetime.fromtimestamp(record.created, UTC).isoformat(timespec="microseconds")
-        self.tool._dispatch(
+        self.dispatch(
             record.levelname, message, timestamp, current_identity_var.get(), record.name, current_trace_ids()
         )
 
@@ -142,7 +142,7 @@ class LoggerTool(BaseTool):
         root = logging.getLogger()
         self._previous_level = root.level
         root.setLevel(level)
-        self._handler = _SinkHandler(self)
+        self._handler = _SinkHandler(self._dispatch)
         root.addHandler(self._handler)
 
     async def shutdown(self) -> None:
