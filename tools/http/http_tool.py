@@ -67,6 +67,7 @@ from core.settings import env_flag, env_float
 
 from .auth import ADMIN, AdminCheck, AuthGate, AuthMode, Validator, bearer_token, check_mode, is_admin
 from .bounds import Bounds, load_bounds
+from .dispatch import Dispatcher
 from .docs import docs_routes
 from .endpoint import EndpointSpec, make_endpoint_app
 from .envelope import envelope, problem_for
@@ -120,7 +121,8 @@ class HttpTool(BaseTool):
 
         self.app.openapi = openapi  # type: ignore[method-assign]
         _install_error_handlers(self.app)
-        self.asgi = RequestIdMiddleware(self.app)
+        self.dispatcher = Dispatcher(self.app)
+        self.asgi = RequestIdMiddleware(self.dispatcher)
         self.base_url: str | None = None
         self.host = "127.0.0.1"
         self.port = 8000
@@ -460,14 +462,13 @@ class HttpTool(BaseTool):
     async def on_instrument(self, tracer_provider: Any, meter_provider: Any = None) -> None:
         """Trace every request as a SERVER span and measure its duration
         (:mod:`tools.http.server_spans`, the stable HTTP semantic conventions)."""
-        from starlette.middleware import Middleware
-
         from .server_spans import ServerSpans
 
-        self.app.user_middleware.insert(
-            0, Middleware(ServerSpans, tracer_provider=tracer_provider, meter_provider=meter_provider)
+        # In front of the dispatcher, so requests served by Keel's fast path and by FastAPI are
+        # traced alike (and, as before, inside the request-id layer).
+        self.asgi.app = ServerSpans(
+            self.asgi.app, tracer_provider=tracer_provider, meter_provider=meter_provider
         )
-        self.app.middleware_stack = None  # rebuilt with the tracing middleware on the next request
 
     # -- internals -----------------------------------------------------------------------------
 
