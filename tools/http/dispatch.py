@@ -34,7 +34,7 @@ the fast path and FastAPI's are traced alike.
 
 from __future__ import annotations
 
-import time
+from time import perf_counter
 from typing import Any
 
 from fastapi import FastAPI
@@ -85,6 +85,7 @@ class _Table:
         self.enabled = _servable(app)
         self.entries = [_Entry(route, _kind(route)) for route in self.routes]
         self.exact: dict[tuple[str, str], KeelRoute] = {}
+        self.handlers = _Handlers(app)
         if not self.enabled:
             return
         for entry in self.entries:
@@ -179,7 +180,6 @@ class Dispatcher:
     def __init__(self, app: FastAPI) -> None:
         self.app = app
         self._table: _Table | None = None
-        self._handlers: _Handlers | None = None
 
     def table(self) -> _Table:
         """The current table, rebuilt when FastAPI's route list or middleware changed."""
@@ -193,7 +193,6 @@ class Dispatcher:
             or table.middleware != len(app.user_middleware)
         ):
             table = self._table = _Table(app)
-            self._handlers = None
         return table
 
     def find(self, scope: Scope) -> tuple[KeelRoute, dict[str, Any]] | None:
@@ -203,38 +202,50 @@ class Dispatcher:
         table = self.table()
         if not table.enabled:
             return None
-        method = scope["method"]
-        path = scope["path"]
-        route = table.exact.get((method, path))
+        route = table.exact.get((scope["method"], scope["path"]))
         if route is not None:
             return route, {}
-        found = table.scan(method, path, scope)
+        found = table.scan(scope["method"], scope["path"], scope)
         return None if found is _FALL_THROUGH else found
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        found = self.find(scope)
-        if found is None:
-            await self.app(scope, receive, send)
+        # find() and table() inlined: this runs for every request.
+        table = self._table
+        app = self.app
+        routes = app.router.routes
+        if (
+            table is None
+            or table.routes is not routes
+            or table.count != len(routes)
+            or table.middleware != len(app.user_middleware)
+        ):
+            table = self.table()
+        if not table.enabled or scope["type"] != "http" or scope.get("root_path"):
+            await app(scope, receive, send)
             return
-        route, params = found
-        scope["app"] = self.app
+        route = table.exact.get((scope["method"], scope["path"]))
+        if route is not None:
+            params: dict[str, Any] = {}
+        else:
+            found = table.scan(scope["method"], scope["path"], scope)
+            if found is _FALL_THROUGH:
+                await app(scope, receive, send)
+                return
+            route, params = found
+            previous = scope.get("path_params")
+            if previous:
+                params = {**previous, **params}
+        scope["app"] = app
         if "router" not in scope:
-            scope["router"] = self.app.router
-        previous = scope.get("path_params")
+            scope["router"] = app.router
         scope["endpoint"] = route.endpoint
-        scope["path_params"] = {**previous, **params} if previous else params
+        scope["path_params"] = params
         scope["route"] = route
-        await self._serve(route, scope, receive, send)
-
-    async def _serve(self, route: KeelRoute, scope: Scope, receive: Receive, send: Send) -> None:
-        """``KeelRoute.handle`` for a full match, then what FastAPI's middleware does with an escape."""
-        handlers = self._handlers
-        if handlers is None:
-            handlers = self._handlers = _Handlers(self.app)
-        scope["starlette.exception_handlers"] = handlers.scope_value
+        scope["starlette.exception_handlers"] = table.handlers.scope_value
+        # What KeelRoute.handle does for a full match, then FastAPI's middleware for an escape.
         route.in_flight += 1
         status = 0
-        started = time.perf_counter()
+        started = perf_counter()
 
         async def send_noting_status(message: Message) -> None:
             nonlocal status
@@ -252,10 +263,10 @@ class Dispatcher:
             metrics = route.metrics
             if metrics is not None:
                 spec = route.spec
-                elapsed = None if spec.sse else (time.perf_counter() - started) * 1000.0
+                elapsed = None if spec.sse else (perf_counter() - started) * 1000.0
                 metrics.record(spec.method, spec.path, status or 500, elapsed)
         if escaped is not None:
-            await _answer_escape(handlers, escaped, scope, receive, send, status != 0)
+            await _answer_escape(table.handlers, escaped, scope, receive, send, status != 0)
 
 
 async def _answer_escape(
