@@ -46,7 +46,7 @@ from starlette.middleware.errors import ServerErrorMiddleware
 from starlette.middleware.exceptions import ExceptionMiddleware
 from starlette.requests import Request
 from starlette.routing import Match, Route
-from starlette.types import Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .routes import KeelRoute
 
@@ -244,18 +244,15 @@ class Dispatcher:
         scope["starlette.exception_handlers"] = table.handlers.scope_value
         # What KeelRoute.handle does for a full match, then FastAPI's middleware for an escape.
         route.in_flight += 1
-        status = 0
+        noted = [0]  # the status, once the response starts
         started = perf_counter()
-
-        async def send_noting_status(message: Message) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = message["status"]
-            await send(message)
-
         escaped: Exception | None = None
         try:
-            await route.app(scope, receive, send_noting_status)
+            status_app = route.status_app
+            if status_app is not None:
+                await status_app(scope, receive, send, noted)
+            else:
+                await _noting_status(route.app, scope, receive, send, noted)
         except Exception as exc:
             escaped = exc
         finally:
@@ -264,9 +261,18 @@ class Dispatcher:
             if metrics is not None:
                 spec = route.spec
                 elapsed = None if spec.sse else (perf_counter() - started) * 1000.0
-                metrics.record(spec.method, spec.path, status or 500, elapsed)
+                metrics.record(spec.method, spec.path, noted[0] or 500, elapsed)
         if escaped is not None:
-            await _answer_escape(table.handlers, escaped, scope, receive, send, status != 0)
+            await _answer_escape(table.handlers, escaped, scope, receive, send, noted[0] != 0)
+
+
+async def _noting_status(app: ASGIApp, scope: Scope, receive: Receive, send: Send, noted: list[int]) -> None:
+    async def send_noting_status(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            noted[0] = message["status"]
+        await send(message)
+
+    await app(scope, receive, send_noting_status)
 
 
 async def _answer_escape(

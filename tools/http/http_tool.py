@@ -69,7 +69,7 @@ from .auth import ADMIN, AdminCheck, AuthGate, AuthMode, Validator, bearer_token
 from .bounds import Bounds, load_bounds
 from .dispatch import Dispatcher
 from .docs import docs_routes
-from .endpoint import EndpointSpec, make_endpoint_app
+from .endpoint import EndpointSpec, make_endpoint
 from .envelope import envelope, problem_for
 from .openapi import document_keel
 from .page import build_page, make_page_app
@@ -200,7 +200,8 @@ class HttpTool(BaseTool):
             status_code=status_code,
             query_model=query_model,
         )
-        self._register(KeelRoute(spec, make_endpoint_app(spec, self._gate, self.max_body)))
+        app, status_app = make_endpoint(spec, self._gate, self.max_body)
+        self._register(KeelRoute(spec, app, status_app=status_app))
 
     def add_sse_endpoint(
         self,

@@ -26,7 +26,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Match, compile_path
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from .endpoint import JSON_HEADERS, EndpointSpec
+from .endpoint import JSON_HEADERS, EndpointSpec, StatusApp
 from .envelope import envelope
 from .request_id import REQUEST_ID_KEY
 from .route_metrics import RouteMetrics
@@ -137,7 +137,13 @@ class KeelRoute(APIRoute):
 
     metrics: RouteMetrics | None = None  # set by the http tool when the route is registered
 
-    def __init__(self, spec: EndpointSpec, serve_app: ASGIApp, closer: Closer | None = None) -> None:
+    def __init__(
+        self,
+        spec: EndpointSpec,
+        serve_app: ASGIApp,
+        closer: Closer | None = None,
+        status_app: StatusApp | None = None,
+    ) -> None:
         errors: dict[int | str, dict[str, Any]] = {
             422: {"model": ErrorEnvelope, "description": "Invalid input (the fields are named)"},
             "4XX": {"model": ErrorEnvelope, "description": "Request error"},
@@ -158,6 +164,7 @@ class KeelRoute(APIRoute):
         )
         self.spec = spec
         self.app = serve_app
+        self.status_app = status_app  # serve_app reporting its status, for the dispatcher
         self.closer = closer  # ends the route's open event streams when it is removed or replaced
         self.in_flight = 0
         self._idle: asyncio.Event | None = None
