@@ -48,6 +48,7 @@ from starlette.requests import Request
 from starlette.routing import Match, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from .request_id import with_header
 from .routes import KeelRoute
 
 _FALL_THROUGH = object()
@@ -209,6 +210,13 @@ class Dispatcher:
         return None if found is _FALL_THROUGH else found
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self.call_appending(scope, receive, send, None)
+
+    async def call_appending(
+        self, scope: Scope, receive: Receive, send: Send, header: tuple[bytes, bytes] | None
+    ) -> None:
+        """Serve the request, adding ``header`` (if any) last to the response's headers: what the
+        request-id layer in front calls instead of wrapping ``send`` for its header."""
         # find() and table() inlined: this runs for every request.
         table = self._table
         app = self.app
@@ -221,7 +229,7 @@ class Dispatcher:
         ):
             table = self.table()
         if not table.enabled or scope["type"] != "http" or scope.get("root_path"):
-            await app(scope, receive, send)
+            await app(scope, receive, send if header is None else with_header(send, header))
             return
         route = table.exact.get((scope["method"], scope["path"]))
         if route is not None:
@@ -229,7 +237,7 @@ class Dispatcher:
         else:
             found = table.scan(scope["method"], scope["path"], scope)
             if found is _FALL_THROUGH:
-                await app(scope, receive, send)
+                await app(scope, receive, send if header is None else with_header(send, header))
                 return
             route, params = found
             previous = scope.get("path_params")
@@ -250,19 +258,25 @@ class Dispatcher:
         try:
             status_app = route.status_app
             if status_app is not None:
-                await status_app(scope, receive, send, noted)
+                await status_app(scope, receive, send, noted, header)
             else:
-                await _noting_status(route.app, scope, receive, send, noted)
+                await _noting_status(
+                    route.app, scope, receive, send if header is None else with_header(send, header), noted
+                )
         except Exception as exc:
             escaped = exc
         finally:
-            route._done()
+            route.in_flight -= 1  # KeelRoute._done, inlined
+            if not route.in_flight and route._idle is not None:
+                route._idle.set()
             metrics = route.metrics
             if metrics is not None:
                 spec = route.spec
                 elapsed = None if spec.sse else (perf_counter() - started) * 1000.0
                 metrics.record(spec.method, spec.path, noted[0] or 500, elapsed)
         if escaped is not None:
+            if header is not None:
+                send = with_header(send, header)
             await _answer_escape(table.handlers, escaped, scope, receive, send, noted[0] != 0)
 
 

@@ -226,22 +226,30 @@ def make_request_reader(
 
 
 async def _send_response(
-    response: Response, scope: Scope, receive: Receive, send: Send, noted: list[int]
+    response: Response,
+    scope: Scope,
+    receive: Receive,
+    send: Send,
+    noted: list[int],
+    extra: tuple[bytes, bytes] | None,
 ) -> None:
     """Send a response a handler returned, noting the status it starts with."""
 
     async def send_noting_status(message: Message) -> None:
         if message["type"] == "http.response.start":
             noted[0] = message["status"]
+            if extra is not None:
+                message["headers"] = [*message.get("headers", ()), extra]
         await send(message)
 
     await response(scope, receive, send_noting_status)
 
 
-StatusApp = Callable[[Scope, Receive, Send, list[int]], Awaitable[None]]
-"""An endpoint's ASGI callable with one more argument, a one-item list it writes the response's
-status into just before the response starts (``0`` until then): the dispatcher's metrics and
-error handling need the status, and wrapping ``send`` for it cost more than the rest of its work."""
+StatusApp = Callable[[Scope, Receive, Send, list[int], tuple[bytes, bytes] | None], Awaitable[None]]
+"""An endpoint's ASGI callable with two more arguments: a one-item list it writes the response's
+status into just before the response starts (``0`` until then), and a header to add last to the
+response (the request id's, or ``None``). The dispatcher needs the status for its metrics and
+error handling, and wrapping ``send`` for either cost more than the rest of its work."""
 
 
 def make_endpoint_app(spec: EndpointSpec, gate: AuthGate, max_body: int) -> ASGIApp:
@@ -275,7 +283,9 @@ def make_endpoint(spec: EndpointSpec, gate: AuthGate, max_body: int) -> tuple[AS
             body = to_json(result)
         return default_status, body, [JSON_HEADERS]
 
-    async def serve(scope: Scope, receive: Receive, send: Send, noted: list[int]) -> None:
+    async def serve(
+        scope: Scope, receive: Receive, send: Send, noted: list[int], extra: tuple[bytes, bytes] | None
+    ) -> None:
         request_id = scope.get(REQUEST_ID_KEY) or new_request_id()
         token = current_identity_var.set(identity)
         outcome: Problem | Response
@@ -299,16 +309,18 @@ def make_endpoint(spec: EndpointSpec, gate: AuthGate, max_body: int) -> tuple[AS
         finally:
             current_identity_var.reset(token)
         if isinstance(outcome, Response):
-            await _send_response(outcome, scope, receive, send, noted)
+            await _send_response(outcome, scope, receive, send, noted, extra)
             return
         status, body, headers = outcome
         if status != 204 and status != 304:
             headers.append((b"content-length", str(len(body)).encode("latin-1")))
+        if extra is not None:
+            headers.append(extra)
         noted[0] = status
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": body})
 
     async def app(scope: Scope, receive: Receive, send: Send) -> None:
-        await serve(scope, receive, send, [0])
+        await serve(scope, receive, send, [0], None)
 
     return app, serve

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 from collections import deque
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -67,6 +68,23 @@ def accepted_request_id(raw: bytes) -> str | None:
     return value
 
 
+HeaderAppendingApp = Callable[[Scope, Receive, Send, tuple[bytes, bytes]], Awaitable[None]]
+"""An ASGI app's ``call_appending(scope, receive, send, header)``: the app called so that every
+response it starts ends with ``header``, as :func:`with_header` would add it (saving the wrapper)."""
+
+
+def with_header(send: Send, header: tuple[bytes, bytes]) -> Send:
+    """``send`` adding ``header`` last to the response's start."""
+
+    async def send_with_header(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            headers: Any = message.get("headers", ())
+            message["headers"] = [*headers, header]
+        await send(message)
+
+    return send_with_header
+
+
 class RequestIdMiddleware:
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -86,16 +104,14 @@ class RequestIdMiddleware:
         if scope.get("query_string"):
             lift_access_token(scope)
         header = (REQUEST_ID_HEADER, request_id.encode("latin-1"))
-
-        async def send_with_id(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                headers: Any = message.get("headers", ())
-                message["headers"] = [*headers, header]
-            await send(message)
-
         token = current_event_id_var.set(request_id)
         try:
-            await self.app(scope, receive, send_with_id)
+            app = self.app
+            appending = getattr(app, "call_appending", None)
+            if appending is not None:  # the dispatcher, which adds the header to what it sends
+                await appending(scope, receive, send, header)
+            else:
+                await app(scope, receive, with_header(send, header))
         except Exception as exc:
             # Starlette's error middleware re-raises after answering with our 500 envelope, which
             # already logged it: swallow that one so the server does not log the same bug again.
