@@ -180,7 +180,9 @@ def make_request_reader(
     sse = spec.sse
 
     async def read(scope: Scope, receive: Receive, request_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
-        headers = {name.decode("latin-1"): value.decode("latin-1") for name, value in scope["headers"]}
+        headers: dict[str, str] = {}
+        for name, value in scope["headers"]:  # a loop is faster than a comprehension on 3.11
+            headers[name.decode("latin-1")] = value.decode("latin-1")
         query_string = scope["query_string"]
         query = parse_query(query_string) if query_string else {}
         client = scope.get("client")
