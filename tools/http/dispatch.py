@@ -34,6 +34,7 @@ the fast path and FastAPI's are traced alike.
 
 from __future__ import annotations
 
+import re
 from time import perf_counter
 from typing import Any
 
@@ -84,7 +85,7 @@ class _Table:
         self.count = len(self.routes)
         self.middleware = len(app.user_middleware)
         self.enabled = _servable(app)
-        self.entries = [_Entry(route, _kind(route)) for route in self.routes]
+        self.entries = _merged([_Entry(route, _kind(route)) for route in self.routes])
         self.exact: dict[tuple[str, str], KeelRoute] = {}
         self.handlers = _Handlers(app)
         if not self.enabled:
@@ -131,6 +132,31 @@ class _Table:
                 return _FALL_THROUGH
             return entry.route, params
         return _FALL_THROUGH
+
+
+def _merged(entries: list[_Entry]) -> list[_Entry]:
+    """``entries`` with each run of foreign routes without parameters matched by one pattern (the
+    docs' routes come before every Keel route, and would otherwise cost a match each)."""
+    result: list[_Entry] = []
+    run: list[_Entry] = []
+
+    def close_run() -> None:
+        if len(run) > 1:
+            merged = _Entry(None, _FOREIGN)
+            merged.regex = re.compile("|".join(f"(?:{entry.regex.pattern})" for entry in run if entry.regex))
+            result.append(merged)
+        else:
+            result.extend(run)
+        run.clear()
+
+    for entry in entries:
+        if entry.kind == _FOREIGN and entry.regex is not None and entry.regex.groups == 0:
+            run.append(entry)
+            continue
+        close_run()
+        result.append(entry)
+    close_run()
+    return result
 
 
 def _kind(route: Any) -> int:

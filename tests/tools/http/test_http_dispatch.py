@@ -20,6 +20,7 @@ from pydantic import BaseModel
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.responses import Response
+from starlette.routing import Mount, Route
 from starlette.types import Receive, Scope, Send
 
 from core.errors import NotFoundError, UnauthorizedError
@@ -309,3 +310,27 @@ async def test_fastapi_serves_everything_once_it_has_middleware_of_its_own(
     fast.app.middleware_stack = None
     assert (await call(fast.asgi, "GET", "/items/7"))[0]["status"] == 200
     assert seen == ["/items/7"]
+
+
+async def test_routes_others_put_first_are_still_served_by_fastapi(monkeypatch: pytest.MonkeyPatch) -> None:
+    fast, _, spy = await pair(monkeypatch)
+    mounted: list[str] = []
+
+    async def elsewhere(scope: Scope, receive: Receive, send: Send) -> None:
+        mounted.append(scope["path"])
+        await Response(b"mounted", status_code=200)(scope, receive, send)
+
+    async def foreign() -> dict[str, str]:
+        return {"foreign": "yes"}
+
+    fast.app.add_api_route("/things", foreign, methods=["POST"])  # after Keel's own: Keel's wins
+    served = await call(fast.asgi, "POST", "/things", body=b'{"name": "a"}')
+    assert (served[0]["status"], spy.calls) == (201, 0)
+    fast.app.router.routes.insert(0, Mount("/items", app=elsewhere))  # before them: it wins
+    served = await call(fast.asgi, "GET", "/items/7")
+    assert (served[1]["body"], mounted, spy.calls) == (b"mounted", ["/items/7"], 1)
+    fast.app.router.routes.insert(0, Route("/whoami", lambda request: Response(b"mine")))
+    served = await call(fast.asgi, "GET", "/whoami")
+    assert (served[1]["body"], spy.calls) == (b"mine", 2)
+    assert (await call(fast.asgi, "GET", "/boom"))[0]["status"] == 500  # the rest: the fast path
+    assert spy.calls == 2
