@@ -34,6 +34,12 @@ idle keep-alive, connections in all and per client, event streams per client) an
 forwarded headers are believed: ``bounds.py`` lists them, ``protocol.py`` enforces them.
 A request cut off by the end of the shutdown grace period is a 503 with ``Retry-After``.
 
+Requests for the endpoints and pages registered here skip FastAPI's middleware and router: the
+dispatcher (``dispatch.py``) in front of the FastAPI app matches them by FastAPI's own rules and
+serves them directly, and hands everything else (the docs, event streams, unknown paths) to FastAPI.
+The layers a request crosses: ``CutOffAnswer`` (``server.py``), ``RequestIdMiddleware``, the server
+spans once telemetry is on (``server_spans.py``), the dispatcher, then the route or FastAPI.
+
 uvicorn runs with httptools when installed, without lifespan events (the kernel owns the
 lifecycle) and without its own signal handlers (the kernel sets ``stop`` on SIGINT/SIGTERM).
 """

@@ -5,8 +5,9 @@ path parameters (typed from their convertors) and the request body (the ``reques
 free-form JSON object for POST/PUT/PATCH), so ``/docs`` shows the real contract: tags, models,
 status code, the error envelope for 4xx and 5xx. Its ASGI ``app`` is then replaced by the
 endpoint's own callable (``endpoint.py``/``sse.py``), so serving never goes through FastAPI's
-dependency injection. It counts the requests it is serving, so a route removed by a plugin reload
-can be waited for until the requests that matched it before have finished.
+dependency injection (and usually not through FastAPI at all: ``dispatch.py``). It counts the
+requests it is serving, so a route removed by a plugin reload can be waited for until the requests
+that matched it before have finished.
 """
 
 from __future__ import annotations
