@@ -266,9 +266,9 @@ class Dispatcher:
                 await app(scope, receive, send if header is None else with_header(send, header))
                 return
             route, params = found
-            previous = scope.get("path_params")
-            if previous:
-                params = {**previous, **params}
+        previous = scope.get("path_params")
+        if previous:  # what FastAPI does: the parameters a mount above matched stay
+            params = {**previous, **params}
         scope["app"] = app
         if "router" not in scope:
             scope["router"] = app.router
