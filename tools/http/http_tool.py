@@ -34,6 +34,12 @@ idle keep-alive, connections in all and per client, event streams per client) an
 forwarded headers are believed: ``bounds.py`` lists them, ``protocol.py`` enforces them.
 A request cut off by the end of the shutdown grace period is a 503 with ``Retry-After``.
 
+Requests for the endpoints and pages registered here skip FastAPI's middleware and router: the
+dispatcher (``dispatch.py``) in front of the FastAPI app matches them by FastAPI's own rules and
+serves them directly, and hands everything else (the docs, event streams, unknown paths) to FastAPI.
+The layers a request crosses: ``CutOffAnswer`` (``server.py``), ``RequestIdMiddleware``, the server
+spans once telemetry is on (``server_spans.py``), the dispatcher, then the route or FastAPI.
+
 uvicorn runs with httptools when installed, without lifespan events (the kernel owns the
 lifecycle) and without its own signal handlers (the kernel sets ``stop`` on SIGINT/SIGTERM).
 """
@@ -66,8 +72,9 @@ from core.settings import env_duration, env_flag, env_int, env_str
 
 from .auth import ADMIN, AdminCheck, AuthGate, AuthMode, Validator, bearer_token, check_mode, is_admin
 from .bounds import Bounds, load_bounds
+from .dispatch import Dispatcher
 from .docs import docs_routes
-from .endpoint import EndpointSpec, make_endpoint_app
+from .endpoint import EndpointSpec, make_endpoint
 from .envelope import envelope, problem_for
 from .openapi import document_keel
 from .page import build_page, make_page_app
@@ -119,7 +126,8 @@ class HttpTool(BaseTool):
 
         self.app.openapi = openapi  # type: ignore[method-assign]
         _install_error_handlers(self.app)
-        self.asgi = RequestIdMiddleware(self.app)
+        self.dispatcher = Dispatcher(self.app)
+        self.asgi = RequestIdMiddleware(self.dispatcher)
         self.base_url: str | None = None
         self.host = "127.0.0.1"
         self.port = 8000
@@ -186,7 +194,8 @@ class HttpTool(BaseTool):
             status_code=status_code,
             query_model=query_model,
         )
-        self._register(KeelRoute(spec, make_endpoint_app(spec, self._gate, self.max_body)))
+        app, status_app = make_endpoint(spec, self._gate, self.max_body)
+        self._register(KeelRoute(spec, app, status_app=status_app))
 
     def add_sse_endpoint(
         self,
@@ -460,14 +469,13 @@ class HttpTool(BaseTool):
     async def on_instrument(self, tracer_provider: Any, meter_provider: Any = None) -> None:
         """Trace every request as a SERVER span and measure its duration
         (:mod:`tools.http.server_spans`, the stable HTTP semantic conventions)."""
-        from starlette.middleware import Middleware
-
         from .server_spans import ServerSpans
 
-        self.app.user_middleware.insert(
-            0, Middleware(ServerSpans, tracer_provider=tracer_provider, meter_provider=meter_provider)
+        # In front of the dispatcher, so requests served by Keel's fast path and by FastAPI are
+        # traced alike (and, as before, inside the request-id layer).
+        self.asgi.app = ServerSpans(
+            self.asgi.app, tracer_provider=tracer_provider, meter_provider=meter_provider
         )
-        self.app.middleware_stack = None  # rebuilt with the tracing middleware on the next request
 
     # -- internals -----------------------------------------------------------------------------
 

@@ -26,6 +26,7 @@ from core.registry import nearest_rank
 DEFAULT_WINDOW = 1000
 BUCKET_SECONDS = 10.0
 DEFAULT_BUCKETS = 30  # five minutes of ten-second buckets
+PENDING_BATCH = 256  # requests recorded before they are counted (so memory stays bounded)
 
 
 def percentile(ordered: list[float], percent: int) -> float | None:
@@ -70,23 +71,41 @@ class RouteMetrics:
         self.clock = clock
         self._routes: dict[tuple[str, str], RouteStats] = {}
         self._lock = threading.Lock()
+        # Requests recorded but not yet counted: appending is atomic, so recording takes no lock
+        # (a lock and the counting were most of what measuring a request cost); they are counted
+        # in batches, and before anything reads or drops the counts.
+        self._pending: deque[tuple[str, str, int, float | None, float]] = deque()
 
     def record(self, method: str, path: str, status: int, duration_ms: float | None) -> None:
-        now = self.clock()
+        pending = self._pending
+        pending.append((method, path, status, duration_ms, self.clock()))
+        if len(pending) >= PENDING_BATCH:
+            self._count_pending()
+
+    def _count_pending(self) -> None:
         with self._lock:
-            stats = self._routes.get((method, path))
-            if stats is None:
-                stats = self._routes[(method, path)] = RouteStats(self.window, self.bucket_count)
-            stats.add(status, duration_ms, now)
+            pending = self._pending
+            routes = self._routes
+            while pending:
+                try:
+                    method, path, status, duration_ms, now = pending.popleft()
+                except IndexError:  # pragma: no cover - another thread took the last one
+                    break
+                stats = routes.get((method, path))
+                if stats is None:
+                    stats = routes[(method, path)] = RouteStats(self.window, self.bucket_count)
+                stats.add(status, duration_ms, now)
 
     def forget(self, method: str, path: str) -> None:
         """Drop a route that is no longer served (its plugin was unloaded)."""
+        self._count_pending()
         with self._lock:
             self._routes.pop((method, path), None)
 
     def snapshot(self) -> list[dict[str, Any]]:
         """Each route: count, requests per second over the last minute, p50/p95/p99 ms, statuses,
         errors (4xx and 5xx), and the per-bucket counts (oldest first, empty buckets as 0)."""
+        self._count_pending()
         now = self.clock()
         current = now - now % BUCKET_SECONDS
         with self._lock:

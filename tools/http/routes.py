@@ -5,8 +5,9 @@ path parameters (typed from their convertors) and the request body (the ``reques
 free-form JSON object for POST/PUT/PATCH), so ``/docs`` shows the real contract: tags, models,
 status code, the error envelope for 4xx and 5xx. Its ASGI ``app`` is then replaced by the
 endpoint's own callable (``endpoint.py``/``sse.py``), so serving never goes through FastAPI's
-dependency injection. It counts the requests it is serving, so a route removed by a plugin reload
-can be waited for until the requests that matched it before have finished.
+dependency injection (and usually not through FastAPI at all: ``dispatch.py``). It counts the
+requests it is serving, so a route removed by a plugin reload can be waited for until the requests
+that matched it before have finished.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Match, compile_path
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from .endpoint import JSON_HEADERS, EndpointSpec
+from .endpoint import JSON_HEADERS, EndpointSpec, StatusApp
 from .envelope import envelope
 from .request_id import REQUEST_ID_KEY
 from .route_metrics import RouteMetrics
@@ -137,7 +138,13 @@ class KeelRoute(APIRoute):
 
     metrics: RouteMetrics | None = None  # set by the http tool when the route is registered
 
-    def __init__(self, spec: EndpointSpec, serve_app: ASGIApp, closer: Closer | None = None) -> None:
+    def __init__(
+        self,
+        spec: EndpointSpec,
+        serve_app: ASGIApp,
+        closer: Closer | None = None,
+        status_app: StatusApp | None = None,
+    ) -> None:
         errors: dict[int | str, dict[str, Any]] = {
             422: {"model": ErrorEnvelope, "description": "Invalid input (the fields are named)"},
             "4XX": {"model": ErrorEnvelope, "description": "Request error"},
@@ -158,6 +165,7 @@ class KeelRoute(APIRoute):
         )
         self.spec = spec
         self.app = serve_app
+        self.status_app = status_app  # serve_app reporting its status, for the dispatcher
         self.closer = closer  # ends the route's open event streams when it is removed or replaced
         self.in_flight = 0
         self._idle: asyncio.Event | None = None
