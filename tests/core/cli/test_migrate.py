@@ -134,3 +134,17 @@ def test_plan_and_status_are_exclusive(tmp_path: Path) -> None:
     both = keel(make_root(tmp_path, tools=("db",)), "migrate", "--plan", "--status")
     assert both.returncode == 2
     assert "not allowed with argument" in both.stderr
+
+
+def test_a_missing_dependency_stops_migrate_and_the_plan_says_why(tmp_path: Path, url: str) -> None:
+    root = project(tmp_path)
+    write(root, "migrations/notes/003_orphan.sql", "-- depends: notes/009_missing.sql\nSELECT 1;\n")
+    reason = "notes/003_orphan.sql depends on notes/009_missing.sql, which does not exist"
+    plan = keel(root, "migrate", "--plan", DATABASE_URL=url)
+    assert plan.returncode == 1
+    assert plan.stdout.splitlines()[1:] == [f"migrate would stop: migration: {reason}"], plan.stdout
+    done = keel(root, "migrate", DATABASE_URL=url)
+    assert done.returncode != 0
+    assert reason in done.stderr, done.stderr
+    status = keel(root, "migrate", "--status", DATABASE_URL=url)
+    assert set(states(status.stdout).values()) == {"pending"}, status.stdout  # not even 001 and 002
