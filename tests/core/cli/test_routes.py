@@ -123,3 +123,17 @@ def test_a_project_without_the_http_tool_is_told_so(tmp_path: Path) -> None:
     result = keel(make_root(tmp_path, tools=("logger",)), "routes")
     assert result.returncode == 1
     assert result.stderr.strip().endswith("keel routes: this project has no http tool, so it has no routes")
+
+
+def test_a_file_that_does_not_load_is_reported_beside_the_routes_that_did(tmp_path: Path) -> None:
+    root = project(tmp_path)
+    write(
+        root, "domains/x/plugins/typo.py", "from core import BasePlugin\n\nclass Typo(BasePlugin:\n    pass\n"
+    )
+    result = keel(root, "routes")
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "4 route(s)" in result.stdout.splitlines()
+    failures = [line for line in result.stdout.splitlines() if line.startswith("failed at boot: ")]
+    assert len(failures) == 1 and failures[0].startswith("failed at boot: domains/x/plugins/typo.py: "), (
+        failures
+    )
