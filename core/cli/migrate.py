@@ -44,9 +44,9 @@ def handle(args: argparse.Namespace) -> int:
     entries: list[dict[str, Any]] = report["migrations"]
     if args.plan:
         pending = list(report["plan"])
-        if not pending:
+        if not pending and not report["error"]:  # an error empties the plan: nothing is known applied
             print("nothing to apply: every migration is applied")
-        else:
+        elif pending:
             print(f"{len(pending)} migration(s) would be applied, in this order:")
             for number, name in enumerate(pending, start=1):
                 print(f"  {number}. {name}")
