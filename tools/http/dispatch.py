@@ -42,7 +42,7 @@ from fastapi import FastAPI
 from fastapi.routing import APIRoute
 from starlette._utils import is_async_callable
 from starlette.concurrency import run_in_threadpool
-from starlette.exceptions import HTTPException
+from starlette.exceptions import HTTPException, WebSocketException
 from starlette.middleware.errors import ServerErrorMiddleware
 from starlette.middleware.exceptions import ExceptionMiddleware
 from starlette.requests import Request
@@ -192,9 +192,20 @@ class _Handlers:
                 error_handler = value
             else:
                 others[key] = value
-        self.exceptions = ExceptionMiddleware(_never, handlers=others, debug=app.debug)
+        defaults = ExceptionMiddleware(_never, debug=app.debug)
+        # Starlette's split, built here rather than read from the middleware's private dicts.
+        self.status_handlers: dict[int, Any] = {}
+        self.exception_handlers: dict[Any, Any] = {
+            HTTPException: defaults.http_exception,
+            WebSocketException: defaults.websocket_exception,
+        }
+        for key, value in others.items():
+            if isinstance(key, int):
+                self.status_handlers[key] = value
+            else:
+                self.exception_handlers[key] = value
         self.server_error = ServerErrorMiddleware(_never, handler=error_handler, debug=app.debug)
-        self.scope_value = (self.exceptions._exception_handlers, self.exceptions._status_handlers)
+        self.scope_value = (self.exception_handlers, self.status_handlers)
 
 
 async def _never(scope: Scope, receive: Receive, send: Send) -> None:  # pragma: no cover
@@ -293,8 +304,8 @@ class Dispatcher:
             escaped = exc
         finally:
             route.in_flight -= 1  # KeelRoute._done, inlined
-            if not route.in_flight and route._idle is not None:
-                route._idle.set()
+            if not route.in_flight and route.idle is not None:
+                route.idle.set()
             metrics = route.metrics
             if metrics is not None:
                 spec = route.spec
@@ -322,11 +333,11 @@ async def _answer_escape(
     handler: Any = None
     response: Any
     if isinstance(exc, HTTPException):
-        handler = handlers.exceptions._status_handlers.get(exc.status_code)
+        handler = handlers.status_handlers.get(exc.status_code)
     if handler is None:
         for cls in type(exc).__mro__:
-            if cls in handlers.exceptions._exception_handlers:
-                handler = handlers.exceptions._exception_handlers[cls]
+            if cls in handlers.exception_handlers:
+                handler = handlers.exception_handlers[cls]
                 break
     if handler is not None:
         if not started:

@@ -168,7 +168,7 @@ class KeelRoute(APIRoute):
         self.status_app = status_app  # serve_app reporting its status, for the dispatcher
         self.closer = closer  # ends the route's open event streams when it is removed or replaced
         self.in_flight = 0
-        self._idle: asyncio.Event | None = None
+        self.idle: asyncio.Event | None = None
 
     def matches(self, scope: Scope) -> tuple[Match, Scope]:
         try:
@@ -227,11 +227,11 @@ class KeelRoute(APIRoute):
 
     def _done(self) -> None:
         self.in_flight -= 1
-        if not self.in_flight and self._idle is not None:
-            self._idle.set()
+        if not self.in_flight and self.idle is not None:
+            self.idle.set()
 
     async def wait_idle(self) -> None:
         """Return once no request is being served by this route."""
         while self.in_flight:
-            self._idle = asyncio.Event()
-            await self._idle.wait()
+            self.idle = asyncio.Event()
+            await self.idle.wait()
