@@ -45,6 +45,8 @@ def workspace() -> Path:
         (root / "tools" / tool).mkdir()
         for source in (ROOT / "tools" / tool).glob("*.py"):
             (root / "tools" / tool / source.name).symlink_to(source)
+    # Code the tools share (the checkpoint's PostgreSQL pool) comes with them.
+    (root / "tools" / "_shared").symlink_to(ROOT / "tools" / "_shared", target_is_directory=True)
     (root / "migrations").symlink_to(ROOT / "migrations", target_is_directory=True)
     return root
 
