@@ -31,6 +31,24 @@ ToolT = TypeVar("ToolT", bound=BaseTool)
 SHARED_TOOLS = "_shared"  # tools/_shared: code the tools share, linked whenever any tool is
 
 
+PING_PLUGIN = """
+    from core import BasePlugin
+
+
+    class Ping(BasePlugin):
+        def __init__(self, http):
+            self.http = http
+
+        def on_boot(self):
+            self.http.add_endpoint("/ping", "GET", self.ping)
+
+        async def ping(self, data, context):
+            return {"pong": True}
+"""
+"""A plugin (``<domain>.Ping``, for :func:`write`) answering ``GET /ping`` with ``{"pong": true}``:
+a route that needs nothing but the http tool."""
+
+
 def make_root(
     tmp_path: Path, *, tools: Iterable[str] = (), domains: Iterable[str] = (), name: str = "root"
 ) -> Path:
