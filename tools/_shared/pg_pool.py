@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 import asyncpg
 
@@ -116,3 +116,41 @@ class PgPool:
                 return await work(connection)
         except asyncpg.PostgresError as exc:
             raise self.unavailable(f"{self.owner} refused the operation: {exc}") from exc
+
+
+class PgBackend:
+    """A tool's PostgreSQL backend on one :class:`PgPool`: the subclass names its table, schema,
+    server and error (the class attributes, as :class:`PgPool` takes them); describing, opening,
+    closing and pinging the server are the pool's, the same for every tool."""
+
+    table: ClassVar[str]
+    schema: ClassVar[str | Sequence[str]]
+    owner: ClassVar[str]
+    unavailable: ClassVar[type[Exception]]
+
+    def __init__(self, dsn: str, *, pool_max: int = 10, connect_timeout: float = 5.0) -> None:
+        self._pool = PgPool(
+            dsn,
+            table=self.table,
+            schema=self.schema,
+            owner=self.owner,
+            unavailable=self.unavailable,
+            pool_max=pool_max,
+            connect_timeout=connect_timeout,
+        )
+
+    def describe(self) -> str:
+        return self._pool.describe()
+
+    async def open(self) -> None:
+        await self._pool.open()
+
+    async def close(self) -> None:
+        await self._pool.close()
+
+    async def _with(self, work: Callable[[Any], Awaitable[T]]) -> T:
+        """``work(connection)`` on the pool (:meth:`PgPool.run`); a subclass may wrap it."""
+        return await self._pool.run(work)
+
+    async def ping(self) -> bool:
+        return bool(await self._with(lambda c: c.fetchval("SELECT 1")) == 1)
