@@ -29,6 +29,7 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, Protocol
 
 from core.sqlite_thread import SqliteFile
+from tools._shared.pg_pool import PgBackend
 
 from .errors import SchedulerUnavailableError
 
@@ -179,30 +180,12 @@ class _PgConn:
         return int(found.group(1)) if found else 0
 
 
-class PostgresDatabase:
+class PostgresDatabase(PgBackend):
     skip_locked = " FOR UPDATE SKIP LOCKED"
-
-    def __init__(self, dsn: str, *, pool_max: int, connect_timeout: float) -> None:
-        from tools._shared.pg_pool import PgPool  # asyncpg is imported only when PostgreSQL is used
-
-        self._pool = PgPool(
-            dsn,
-            table="keel_sched",
-            schema=(JOBS, SCHEDULES, INDEX),
-            owner="the scheduler's PostgreSQL",
-            unavailable=SchedulerUnavailableError,
-            pool_max=pool_max,
-            connect_timeout=connect_timeout,
-        )
-
-    def describe(self) -> str:
-        return self._pool.describe()
-
-    async def open(self) -> None:
-        await self._pool.open()
-
-    async def close(self) -> None:
-        await self._pool.close()
+    table = "keel_sched"
+    schema = (JOBS, SCHEDULES, INDEX)
+    owner = "the scheduler's PostgreSQL"
+    unavailable = SchedulerUnavailableError
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[Conn]:
