@@ -38,6 +38,7 @@ PROJECT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(PROJECT))
 
 from bench._util import emit, ensure_wrk, free_port, start_server  # noqa: E402
+from tests.kit import PING_PLUGIN  # noqa: E402
 
 ROUNDS = 3
 EVENTS = 4000
@@ -214,21 +215,6 @@ async def events_part() -> None:
 
 
 # -- 2. HTTP -----------------------------------------------------------------------------------
-
-PING_PLUGIN = """
-from core import BasePlugin
-
-
-class PingPlugin(BasePlugin):
-    def __init__(self, http):
-        self.http = http
-
-    def on_boot(self):
-        self.http.add_endpoint("/ping", "GET", self.ping)
-
-    async def ping(self, data, context):
-        return {"pong": True}
-"""
 
 KEEL_MAIN = """
 import sys

@@ -10,9 +10,10 @@ import asyncio
 import inspect
 import json
 import os
+import re
 import socket
 import textwrap
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -28,6 +29,24 @@ PROJECT = Path(__file__).resolve().parent.parent
 ToolT = TypeVar("ToolT", bound=BaseTool)
 
 SHARED_TOOLS = "_shared"  # tools/_shared: code the tools share, linked whenever any tool is
+
+
+PING_PLUGIN = """
+    from core import BasePlugin
+
+
+    class Ping(BasePlugin):
+        def __init__(self, http):
+            self.http = http
+
+        def on_boot(self):
+            self.http.add_endpoint("/ping", "GET", self.ping)
+
+        async def ping(self, data, context):
+            return {"pong": True}
+"""
+"""A plugin (``<domain>.Ping``, for :func:`write`) answering ``GET /ping`` with ``{"pong": true}``:
+a route that needs nothing but the http tool."""
 
 
 def make_root(
@@ -138,6 +157,65 @@ async def until(condition: Callable[[], Awaitable[bool] | bool], what: str, limi
         if loop.time() > deadline:
             raise AssertionError(f"{what}: still not the case after {limit}s")
         await asyncio.sleep(0.01)
+
+
+SERVING_ON = r"serving on (http://[^\s\"]+)"
+"""What a Keel process logs once it serves (its URL the group), in text or JSON logs."""
+
+
+class KeelProcess:
+    """A Keel process of :func:`keel_process_serving`: the process, its log and where it serves."""
+
+    def __init__(self, process: asyncio.subprocess.Process, log: Path, url: str) -> None:
+        self.process = process
+        self.log = log
+        self.url = url
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")
+
+
+@asynccontextmanager
+async def keel_process_serving(
+    command: Sequence[str],
+    log: Path,
+    *,
+    cwd: Path,
+    env: Mapping[str, str],
+    what: str,
+    ready: str = SERVING_ON,
+    limit: float = 60,
+) -> AsyncIterator[KeelProcess]:
+    """``command`` in a process of its own, stdout and stderr into ``log`` (a file, not a terminal),
+    until its output matches ``ready`` (``url``: its first group, if any); fails naming ``what`` if
+    the process exits first or ``limit`` seconds pass. Stopped with SIGTERM on exit (killed if it
+    has not stopped 30 s later), so a test can then assert how it exited."""
+    with log.open("wb") as out:
+        process = await asyncio.create_subprocess_exec(
+            *command, cwd=cwd, env=dict(env), stdout=out, stderr=out
+        )
+    found: list[str] = []
+
+    def started() -> bool:
+        text = log.read_text(errors="replace")
+        match = re.search(ready, text)
+        if match:
+            found.append(match.group(1) if match.groups() else "")
+        assert process.returncode is None, text
+        return bool(match)
+
+    try:
+        await until(started, what, limit=limit)
+        yield KeelProcess(process, log, found[0])
+    finally:
+        if process.returncode is None:
+            process.terminate()
+            try:
+                async with asyncio.timeout(30):
+                    await process.wait()
+            except TimeoutError:
+                process.kill()
+                await process.wait()
 
 
 async def sse_events(response: httpx.Response) -> AsyncIterator[dict[str, Any]]:

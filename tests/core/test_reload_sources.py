@@ -21,7 +21,7 @@ import pytest
 from core import Kernel
 from core.reloader import ReloadAction
 from tests.conftest import DATABASE_ENGINES, database_url
-from tests.kit import make_root, serving, write
+from tests.kit import PING_PLUGIN, make_root, serving, write
 
 ITEMS_FILE = "domains/shop/plugins/items.py"
 FIRST_MIGRATION = "migrations/shop/001_create_items.sql"
@@ -265,21 +265,6 @@ SAMPLE = """
             return catalog.sample()
 """
 
-PING = """
-    from core import BasePlugin
-
-
-    class Ping(BasePlugin):
-        def __init__(self, http):
-            self.http = http
-
-        def on_boot(self):
-            self.http.add_endpoint("/ping", "GET", self.ping)
-
-        async def ping(self, data, context):
-            return {"pong": True}
-"""
-
 
 @asynccontextmanager
 async def catalog(tmp_path: Path) -> AsyncIterator[tuple[Path, Kernel, str]]:
@@ -288,7 +273,7 @@ async def catalog(tmp_path: Path) -> AsyncIterator[tuple[Path, Kernel, str]]:
     write(root, MODEL_FILE, MODEL)
     write(root, "domains/shop/catalog.py", CATALOG)
     write(root, "domains/shop/plugins/sample.py", SAMPLE)
-    write(root, "domains/shop/plugins/ping.py", PING)
+    write(root, "domains/shop/plugins/ping.py", PING_PLUGIN)
     async with serving(root) as (kernel, base_url):
         assert (await get(base_url, "/sample")).json() == {"name": "apple"}
         yield root, kernel, base_url

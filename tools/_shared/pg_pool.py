@@ -1,9 +1,9 @@
-"""The PostgreSQL pool both the store and the checkpoints keep their one table in.
+"""The PostgreSQL pool the store, the checkpoints and the scheduler keep their tables in.
 
-Both open an asyncpg pool on first use, create their table under a transaction-scoped advisory
+Each opens an asyncpg pool on first use, creates its tables under a transaction-scoped advisory
 lock (concurrent ``CREATE TABLE IF NOT EXISTS`` still collides in PostgreSQL's catalog when several
-processes boot together, so they take turns), and turn every way the server can fail into the
-tool's own "unavailable" error; the next call then connects (and tries the table) again. That
+processes boot together, so they take turns), and turns every way the server can fail into the
+tool's own "unavailable" error; the next call then connects (and tries the tables) again. That
 bootstrap lives here once; each tool keeps its schema, its SQL and its error class.
 
 ``tools/_shared`` is the one folder every tool may import (tests/core/test_core_purity.py); it
@@ -13,8 +13,9 @@ defines no tool, so boot imports it and finds nothing to construct.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
+from typing import Any, ClassVar, TypeVar
 
 import asyncpg
 
@@ -34,10 +35,12 @@ def create_lock(table: str) -> str:
 
 
 class PgPool:
-    """A lazily opened pool whose first open creates the table ``schema`` describes.
+    """A lazily opened pool whose first open creates the table ``schema`` describes (or the tables:
+    a sequence of statements, run in order in the one transaction).
 
-    ``owner`` names the server in messages ("the store's PostgreSQL"); ``unavailable`` is the
-    error raised for anything the server does wrong, so the caller's tool can report it as its own.
+    ``table`` names the advisory lock taken to create them; ``owner`` names the server in messages
+    ("the store's PostgreSQL"); ``unavailable`` is the error raised for anything the server does
+    wrong, so the caller's tool can report it as its own.
     """
 
     def __init__(
@@ -45,7 +48,7 @@ class PgPool:
         dsn: str,
         *,
         table: str,
-        schema: str,
+        schema: str | Sequence[str],
         owner: str,
         unavailable: Callable[[str], Exception],
         pool_max: int = 10,
@@ -53,7 +56,7 @@ class PgPool:
     ) -> None:
         self.dsn = dsn
         self.table = table
-        self.schema = schema
+        self.schema = (schema,) if isinstance(schema, str) else tuple(schema)
         self.owner = owner
         self.unavailable = unavailable
         self.pool_max = pool_max
@@ -77,10 +80,12 @@ class PgPool:
             try:
                 async with pool.acquire() as connection, connection.transaction():
                     await connection.execute(create_lock(self.table))
-                    await connection.execute(self.schema)
+                    for statement in self.schema:
+                        await connection.execute(statement)
             except (*UNAVAILABLE, asyncpg.PostgresError) as exc:
                 await pool.close()
-                raise self.unavailable(f"{self.owner} cannot create its table: {exc}") from exc
+                tables = "table" if len(self.schema) == 1 else "tables"
+                raise self.unavailable(f"{self.owner} cannot create its {tables}: {exc}") from exc
             except BaseException:
                 await pool.close()
                 raise
@@ -91,14 +96,61 @@ class PgPool:
         if pool is not None:
             await pool.close()
 
-    async def run(self, work: Callable[[Any], Awaitable[T]]) -> T:
-        """``work(connection)`` on a pooled connection, opening the pool first if need be."""
+    @asynccontextmanager
+    async def connection(self) -> AsyncIterator[Any]:
+        """A pooled connection, opening the pool first if need be; losing the server, while
+        acquiring it or while using it, is ``unavailable``. What the server refuses (any other
+        ``asyncpg.PostgresError``) is the caller's to handle."""
         if self._pool is None:
             await self.open()
         try:
             async with self._pool.acquire() as connection:
-                return await work(connection)
+                yield connection
         except (*UNAVAILABLE, asyncpg.PostgresConnectionError) as exc:
             raise self.unavailable(f"{self.owner} is unreachable: {exc}") from exc
+
+    async def run(self, work: Callable[[Any], Awaitable[T]]) -> T:
+        """``work(connection)`` on a pooled :meth:`connection`; a refusal is ``unavailable`` too."""
+        try:
+            async with self.connection() as connection:
+                return await work(connection)
         except asyncpg.PostgresError as exc:
             raise self.unavailable(f"{self.owner} refused the operation: {exc}") from exc
+
+
+class PgBackend:
+    """A tool's PostgreSQL backend on one :class:`PgPool`: the subclass names its table, schema,
+    server and error (the class attributes, as :class:`PgPool` takes them); describing, opening,
+    closing and pinging the server are the pool's, the same for every tool."""
+
+    table: ClassVar[str]
+    schema: ClassVar[str | Sequence[str]]
+    owner: ClassVar[str]
+    unavailable: ClassVar[type[Exception]]
+
+    def __init__(self, dsn: str, *, pool_max: int = 10, connect_timeout: float = 5.0) -> None:
+        self._pool = PgPool(
+            dsn,
+            table=self.table,
+            schema=self.schema,
+            owner=self.owner,
+            unavailable=self.unavailable,
+            pool_max=pool_max,
+            connect_timeout=connect_timeout,
+        )
+
+    def describe(self) -> str:
+        return self._pool.describe()
+
+    async def open(self) -> None:
+        await self._pool.open()
+
+    async def close(self) -> None:
+        await self._pool.close()
+
+    async def _with(self, work: Callable[[Any], Awaitable[T]]) -> T:
+        """``work(connection)`` on the pool (:meth:`PgPool.run`); a subclass may wrap it."""
+        return await self._pool.run(work)
+
+    async def ping(self) -> bool:
+        return bool(await self._with(lambda c: c.fetchval("SELECT 1")) == 1)

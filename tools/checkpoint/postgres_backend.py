@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 
 import asyncpg
 
-from tools._shared.pg_pool import PgPool
+from tools._shared.pg_pool import PgBackend
 
 from .backend import Row, as_row
 from .errors import CheckpointConflict, CheckpointEncodeError, CheckpointUnavailableError
@@ -41,26 +41,11 @@ CREATE TABLE IF NOT EXISTS keel_checkpoints (
 COLUMNS = "version, state::text, created_at, status"
 
 
-class PostgresBackend:
-    def __init__(self, dsn: str, *, pool_max: int = 10, connect_timeout: float = 5.0) -> None:
-        self._pool = PgPool(
-            dsn,
-            table="keel_checkpoints",
-            schema=SCHEMA,
-            owner="the checkpoints' PostgreSQL",
-            unavailable=CheckpointUnavailableError,
-            pool_max=pool_max,
-            connect_timeout=connect_timeout,
-        )
-
-    def describe(self) -> str:
-        return self._pool.describe()
-
-    async def open(self) -> None:
-        await self._pool.open()
-
-    async def close(self) -> None:
-        await self._pool.close()
+class PostgresBackend(PgBackend):
+    table = "keel_checkpoints"
+    schema = SCHEMA
+    owner = "the checkpoints' PostgreSQL"
+    unavailable = CheckpointUnavailableError
 
     async def _with(self, work: Callable[[Any], Awaitable[T]]) -> T:
         async def encoded(connection: Any) -> T:
@@ -69,10 +54,7 @@ class PostgresBackend:
             except (asyncpg.UntranslatableCharacterError, asyncpg.InvalidTextRepresentationError) as exc:
                 raise CheckpointEncodeError(f"PostgreSQL cannot store this state as JSONB: {exc}") from exc
 
-        return await self._pool.run(encoded)
-
-    async def ping(self) -> bool:
-        return bool(await self._with(lambda c: c.fetchval("SELECT 1")) == 1)
+        return await super()._with(encoded)
 
     async def save(self, run_id: str, row: Row, keep: int) -> None:
         async def work(connection: Any) -> None:

@@ -1,7 +1,8 @@
 """The scheduler's tables and every statement on them, written once for SQLite and PostgreSQL.
 
 Tables (created on first use, like the checkpoint tool's: the scheduler opens its own connection,
-from ``SCHEDULER_URL`` or else ``DATABASE_URL``, because tools never share code or pools):
+from ``SCHEDULER_URL`` or else ``DATABASE_URL``, because tools never share pools; on PostgreSQL the
+pool's bootstrap is the one in ``tools/_shared/pg_pool``):
 
 - ``keel_sched_jobs``: one row per one-shot job and per schedule tick. ``key`` is unique (the
   idempotency key; a tick's is ``schedule:<name>:<due>``), so inserting a job twice makes one.
@@ -28,6 +29,7 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, Protocol
 
 from core.sqlite_thread import SqliteFile
+from tools._shared.pg_pool import PgBackend
 
 from .errors import SchedulerUnavailableError
 
@@ -178,65 +180,17 @@ class _PgConn:
         return int(found.group(1)) if found else 0
 
 
-class PostgresDatabase:
+class PostgresDatabase(PgBackend):
     skip_locked = " FOR UPDATE SKIP LOCKED"
-
-    def __init__(self, dsn: str, *, pool_max: int, connect_timeout: float) -> None:
-        self.dsn = dsn
-        self.pool_max = pool_max
-        self.connect_timeout = connect_timeout
-        self._pool: Any = None
-        self._opening = asyncio.Lock()
-
-    def describe(self) -> str:
-        return f"postgresql (pool of up to {self.pool_max} connections)"
-
-    async def open(self) -> None:
-        import asyncpg
-
-        async with self._opening:
-            if self._pool is not None:
-                return
-            try:
-                pool = await asyncpg.create_pool(
-                    self.dsn, min_size=1, max_size=self.pool_max, timeout=self.connect_timeout
-                )
-            except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
-                raise SchedulerUnavailableError(
-                    f"cannot connect to the scheduler's PostgreSQL: {exc}"
-                ) from exc
-            try:
-                async with pool.acquire() as connection, connection.transaction():
-                    await connection.execute(
-                        "SELECT pg_advisory_xact_lock(hashtext('keel_sched:' || current_schema()))"
-                    )
-                    for statement in (JOBS, SCHEDULES, INDEX):
-                        await connection.execute(statement)
-            except BaseException as exc:
-                await pool.close()
-                if isinstance(exc, asyncpg.PostgresError | OSError):
-                    raise SchedulerUnavailableError(
-                        f"the scheduler's PostgreSQL cannot create its tables: {exc}"
-                    ) from exc
-                raise
-            self._pool = pool
-
-    async def close(self) -> None:
-        pool, self._pool = self._pool, None
-        if pool is not None:
-            await pool.close()
+    table = "keel_sched"
+    schema = (JOBS, SCHEDULES, INDEX)
+    owner = "the scheduler's PostgreSQL"
+    unavailable = SchedulerUnavailableError
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[Conn]:
-        import asyncpg
-
-        if self._pool is None:
-            await self.open()
-        try:
-            async with self._pool.acquire() as connection, connection.transaction():
-                yield _PgConn(connection)
-        except (OSError, TimeoutError, asyncpg.InterfaceError, asyncpg.PostgresConnectionError) as exc:
-            raise SchedulerUnavailableError(f"the scheduler's PostgreSQL is unreachable: {exc}") from exc
+        async with self._pool.connection() as connection, connection.transaction():
+            yield _PgConn(connection)
 
 
 # -- the operations -------------------------------------------------------------------------------

@@ -21,7 +21,7 @@ from collections.abc import Awaitable, Callable
 from time import time
 from typing import Any, TypeVar
 
-from tools._shared.pg_pool import PgPool
+from tools._shared.pg_pool import PgBackend
 
 from .backend import append_to_list_text, counter_value, expiry
 from .errors import StoreBackendUnavailable
@@ -49,36 +49,18 @@ INSERT_NEW = (
 UPDATE = "UPDATE keel_store SET value = $3, expires_at = $4 WHERE scope = $1 AND k = $2"
 
 
-class PostgresBackend:
+class PostgresBackend(PgBackend):
+    table = "keel_store"
+    schema = SCHEMA
+    owner = "the store's PostgreSQL"
+    unavailable = StoreBackendUnavailable
+
     def __init__(
         self, dsn: str, *, pool_max: int = 10, connect_timeout: float = 5.0, clock: Callable[[], float] = time
     ) -> None:
-        self._pool = PgPool(
-            dsn,
-            table="keel_store",
-            schema=SCHEMA,
-            owner="the store's PostgreSQL",
-            unavailable=StoreBackendUnavailable,
-            pool_max=pool_max,
-            connect_timeout=connect_timeout,
-        )
+        super().__init__(dsn, pool_max=pool_max, connect_timeout=connect_timeout)
         self._clock = clock
         self._last_sweep = 0.0
-
-    def describe(self) -> str:
-        return self._pool.describe()
-
-    async def open(self) -> None:
-        await self._pool.open()
-
-    async def close(self) -> None:
-        await self._pool.close()
-
-    async def _with(self, work: Callable[[Any], Awaitable[T]]) -> T:
-        return await self._pool.run(work)
-
-    async def ping(self) -> bool:
-        return bool(await self._with(lambda c: c.fetchval("SELECT 1")) == 1)
 
     async def lookup(self, scope: str, key: str) -> str | None:
         now = self._clock()

@@ -2,24 +2,26 @@
 
 ``core`` never imports a tool statically: every ``tools/**/*.py`` (tests and caches aside, linked
 folders followed) is imported from the root with the kernel's loader (:func:`core.loader.import_file`),
-as boot's discovery does, and each ``BaseTool`` subclass defined there gives its ``name`` and which of
-its public methods are coroutine functions (the members ``core.tool_ports`` declares ``async``, a match
-``tests/core/test_tool_ports.py`` holds every tool to). Nothing is constructed or set up. A tool file
-that fails to import is a finding of its own, or every plugin asking for its tool would be told,
-wrongly, that no such tool exists. The ``/system`` rule is read from the http tool's ``route_order``.
+walked and picked by boot's own :func:`core.discovery.python_files` and
+:func:`core.discovery.classes_defined_in`, and each ``BaseTool`` subclass defined there gives its
+``name`` and which of its public methods are coroutine functions (the members ``core.tool_ports``
+declares ``async``, a match ``tests/core/test_tool_ports.py`` holds every tool to). Nothing is
+constructed or set up. A tool file that fails to import is a finding of its own, or every plugin
+asking for its tool would be told, wrongly, that no such tool exists. The ``/system`` rule is read
+from the http tool's ``route_order``.
 """
 
 from __future__ import annotations
 
 import inspect
 import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from core.base_tool import BaseTool
 from core.cli.checks.findings import Facts, Finding
 from core.cli.project import tool_module
+from core.discovery import classes_defined_in, python_files
 from core.loader import import_file
 
 
@@ -29,7 +31,7 @@ def gather(root: Path) -> tuple[Facts, list[Finding]]:
 
     tools: dict[str, type[BaseTool]] = {}
     failures: list[Finding] = []
-    for path in sorted(_tool_files(root / "tools")):
+    for path in python_files(root / "tools"):
         try:
             module = import_file(root, path)
         except Exception as exc:
@@ -37,7 +39,7 @@ def gather(root: Path) -> tuple[Facts, list[Finding]]:
             message = f"this tool file does not import ({type(exc).__name__}: {exc})"
             failures.append(Finding(os.path.relpath(path, root), line, message))
             continue
-        for cls in _tool_classes(module):
+        for cls in classes_defined_in(module, BaseTool):
             if cls.name and cls.name not in RESERVED_PARAMETERS:
                 tools.setdefault(cls.name, cls)  # the first in discovery order is the one boot keeps
     system_domains: frozenset[str] = frozenset()
@@ -67,29 +69,3 @@ def coroutine_methods(cls: type[Any]) -> frozenset[str]:
         if inspect.iscoroutinefunction(member):
             found.add(name)
     return frozenset(found)
-
-
-def _tool_classes(module: Any) -> Iterator[type[BaseTool]]:
-    """The concrete tool classes ``module`` defines (not those it imports), as boot takes them."""
-    for value in vars(module).values():
-        if (
-            isinstance(value, type)
-            and issubclass(value, BaseTool)
-            and value is not BaseTool
-            and value.__module__ == module.__name__
-            and not inspect.isabstract(value)
-        ):
-            yield value
-
-
-def _tool_files(directory: Path) -> Iterator[Path]:
-    """``*.py`` below ``directory`` but tests and caches, following linked folders (not back up)."""
-    seen: set[str] = set()
-    for folder, subfolders, files in os.walk(directory, followlinks=True):
-        real = os.path.realpath(folder)
-        if real in seen:
-            subfolders[:] = []
-            continue
-        seen.add(real)
-        subfolders[:] = [d for d in subfolders if d != "__pycache__"]
-        yield from (Path(folder, f) for f in files if f.endswith(".py") and not f.startswith("test_"))

@@ -1,7 +1,9 @@
-"""The vocabulary shared by the checks: a finding, the facts about the tools, the file checked."""
+"""The vocabulary shared by the checks: a finding, the facts about the tools, the file checked, and
+the one reading of an assignment they all make."""
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -41,3 +43,13 @@ class PluginFile:
     shown: str
     module: str | None
     domain: str | None
+
+
+def assignment(node: ast.AST) -> tuple[list[ast.expr], ast.expr] | None:
+    """``(targets, value)`` of ``node`` if it assigns a value (``x = ...``, also ``x: T = ...``):
+    plugins annotate their assignments as often as not, and a check must read both alike."""
+    if isinstance(node, ast.Assign):
+        return node.targets, node.value
+    if isinstance(node, ast.AnnAssign) and node.value is not None:
+        return [node.target], node.value
+    return None

@@ -17,7 +17,7 @@ import ast
 import difflib
 from collections.abc import Iterator, Mapping
 
-from core.cli.checks.findings import Facts, Finding, PluginFile
+from core.cli.checks.findings import Facts, Finding, PluginFile, assignment
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 
@@ -115,12 +115,9 @@ def _attributes_of(init: Function, tools: Mapping[str, str]) -> dict[str, str]:
     """``self.<attr>`` -> tool, for each ``self.<attr> = <tool parameter>`` in ``__init__``."""
     attributes: dict[str, str] = {}
     for node in ast.walk(init):
-        if isinstance(node, ast.Assign):
-            targets, value = node.targets, node.value
-        elif isinstance(node, ast.AnnAssign) and node.value is not None:
-            targets, value = [node.target], node.value
-        else:
+        if (assigned := assignment(node)) is None:
             continue
+        targets, value = assigned
         if isinstance(value, ast.Name) and value.id in tools:
             for target in targets:
                 if (attribute := _self_attribute(target)) is not None:

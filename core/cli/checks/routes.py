@@ -14,7 +14,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from core.cli.checks.findings import Facts, Finding, PluginFile
+from core.cli.checks.findings import Facts, Finding, PluginFile, assignment
 
 REGISTRATIONS = frozenset({"add_endpoint", "add_sse_endpoint", "add_page"})
 
@@ -85,12 +85,9 @@ def _string_constants(tree: ast.Module) -> dict[str, str]:
     """Module-level ``NAME = "..."`` (also annotated), which paths are often kept in."""
     constants: dict[str, str] = {}
     for node in tree.body:
-        if isinstance(node, ast.Assign):
-            targets, value = node.targets, node.value
-        elif isinstance(node, ast.AnnAssign) and node.value is not None:
-            targets, value = [node.target], node.value
-        else:
+        if (assigned := assignment(node)) is None:
             continue
+        targets, value = assigned
         if isinstance(value, ast.Constant) and isinstance(value.value, str):
             constants.update((t.id, value.value) for t in targets if isinstance(t, ast.Name))
     return constants

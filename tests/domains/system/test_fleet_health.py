@@ -11,22 +11,7 @@ from pathlib import Path
 import httpx
 
 from tests.domains.system.process_kit import keel_process
-from tests.kit import free_port, make_root, until, write
-
-PING_PLUGIN = """
-    from core import BasePlugin
-
-
-    class Ping(BasePlugin):
-        def __init__(self, http):
-            self.http = http
-
-        def on_boot(self):
-            self.http.add_endpoint("/ping", "GET", self.ping)
-
-        async def ping(self, data, context):
-            return {"pong": True}
-"""
+from tests.kit import PING_PLUGIN, free_port, make_root, until, write
 
 
 class Upstream:

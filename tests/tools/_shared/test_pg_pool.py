@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import asyncpg
 import pytest
 
 from tests.conftest import fresh_postgres_schema
@@ -19,13 +20,9 @@ class ProbeUnavailable(Exception):
 
 
 def pool(dsn: str, **options: Any) -> PgPool:
+    options = {"schema": SCHEMA, **options}
     return PgPool(
-        dsn,
-        table="keel_probe",
-        schema=SCHEMA,
-        owner="the probe's PostgreSQL",
-        unavailable=ProbeUnavailable,
-        **options,
+        dsn, table="keel_probe", owner="the probe's PostgreSQL", unavailable=ProbeUnavailable, **options
     )
 
 
@@ -78,6 +75,32 @@ async def test_a_refused_statement_is_the_owners_unavailable_error() -> None:
             with pytest.raises(ProbeUnavailable, match="the probe's PostgreSQL refused the operation"):
                 await probe.run(lambda c: c.execute("SELECT * FROM no_such_table"))
             assert await probe.run(lambda c: c.fetchval("SELECT 1")) == 1
+        finally:
+            await probe.close()
+
+
+async def test_several_schema_statements_make_every_table_in_order() -> None:
+    async with fresh_postgres_schema() as url:
+        probe = pool(url, schema=(SCHEMA, "CREATE INDEX IF NOT EXISTS keel_probe_v ON keel_probe (v)"))
+        try:
+            indexes = await probe.run(
+                lambda c: c.fetchval("SELECT count(*) FROM pg_indexes WHERE indexname = 'keel_probe_v'")
+            )
+            assert indexes == 1
+        finally:
+            await probe.close()
+
+
+async def test_a_lent_connection_leaves_refusals_to_the_caller() -> None:
+    async with fresh_postgres_schema() as url:
+        probe = pool(url)
+        try:
+            with pytest.raises(asyncpg.UndefinedTableError):
+                async with probe.connection() as connection:
+                    await connection.execute("SELECT * FROM no_such_table")
+            async with probe.connection() as connection, connection.transaction():
+                await connection.execute("INSERT INTO keel_probe VALUES ('a', '1')")
+            assert await probe.run(lambda c: c.fetchval("SELECT v FROM keel_probe")) == "1"
         finally:
             await probe.close()
 

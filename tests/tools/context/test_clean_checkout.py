@@ -7,13 +7,11 @@ own with an environment that configures nothing, stopped with SIGTERM once it se
 
 from __future__ import annotations
 
-import asyncio
 import os
-import re
 import sys
 from pathlib import Path
 
-from tests.kit import until
+from tests.kit import keel_process_serving
 from tests.tools.context.checkout_kit import clean_checkout, git
 
 
@@ -27,28 +25,11 @@ async def test_booting_a_clean_checkout_leaves_git_status_clean(tmp_path: Path) 
         "HOST": "127.0.0.1",
         "PLUGINS_WATCH": "1",
     }
-    with log.open("wb") as out:
-        process = await asyncio.create_subprocess_exec(
-            sys.executable, "main.py", cwd=checkout, env=env, stdout=out, stderr=out
-        )
-    try:
-
-        def serving() -> bool:
-            text = log.read_text(errors="replace")
-            assert process.returncode is None, text
-            return re.search(r"serving on http://\S+", text) is not None
-
-        await until(serving, "the checkout serving", limit=90)
-    finally:
-        if process.returncode is None:
-            process.terminate()
-            try:
-                async with asyncio.timeout(30):
-                    await process.wait()
-            except TimeoutError:
-                process.kill()
-                await process.wait()
-    output = log.read_text(errors="replace")
-    assert process.returncode == 0, output
+    async with keel_process_serving(
+        [sys.executable, "main.py"], log, cwd=checkout, env=env, what="the checkout serving", limit=90
+    ) as keel:
+        pass  # it serves: stop it
+    output = keel.output()
+    assert keel.process.returncode == 0, output
     assert (checkout / "AI_CONTEXT.md").is_file()
     assert git("status", "--porcelain", cwd=checkout) == "", output

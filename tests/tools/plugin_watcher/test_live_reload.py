@@ -15,9 +15,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.kit import until, write
+from tests.kit import PING_PLUGIN, until, write
 from tests.tools.plugin_watcher.watch_kit import (
-    PING,
     RequestLoop,
     answers,
     collapse,
@@ -34,7 +33,7 @@ ITEMS_FILE = "domains/shop/plugins/items.py"
 @pytest.fixture
 def root(tmp_path: Path) -> Path:
     root = watched_root(tmp_path)
-    write(root, "domains/shop/plugins/ping.py", PING)
+    write(root, "domains/shop/plugins/ping.py", PING_PLUGIN)
     return root
 
 

@@ -45,21 +45,6 @@ ITEMS = """
     VERSION = {version}
 """
 
-PING = """
-    from core import BasePlugin
-
-
-    class Ping(BasePlugin):
-        def __init__(self, http):
-            self.http = http
-
-        def on_boot(self):
-            self.http.add_endpoint("/ping", "GET", self.ping)
-
-        async def ping(self, data, context):
-            return {"pong": True}
-"""
-
 
 def items(version: int) -> str:
     return ITEMS.replace("{version}", str(version))
