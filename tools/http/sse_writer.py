@@ -91,9 +91,12 @@ async def pull(
     encode: Callable[[Any], bytes],
     on_error: Callable[[Exception], bytes],
 ) -> None:
-    """Move the iterator's events into ``writer``; its end (or failure) stops the writer."""
+    """Move the iterator's events (or its batches, see ``sse.py``) into ``writer``; its end (or
+    failure) stops the writer."""
+    batches = getattr(iterator, "batches", None)
+    source: AsyncIterator[Any] = batches() if callable(batches) else iterator
     try:
-        async for item in iterator:
+        async for item in source:
             writer.offer(encode(item))
             if not writer.room.is_set():
                 await writer.room.wait()
