@@ -272,10 +272,11 @@ async def _pump(
     closing = [loop.create_task(closer.event.wait()) for closer in closers]
     for watcher in closing:
         watcher.add_done_callback(lambda _: writer.stop(CLOSED))
+    running = loop.create_task(writer.run())  # its own task: a wake-up resumes the writer alone
     try:
-        await writer.run()
+        await running
     finally:
-        helpers: tuple[asyncio.Task[Any], ...] = (puller, disconnected, *closing)
+        helpers: tuple[asyncio.Task[Any], ...] = (running, puller, disconnected, *closing)
         for task in helpers:
             task.cancel()
         await asyncio.wait(helpers)

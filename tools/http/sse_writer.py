@@ -3,9 +3,10 @@
 A stream used to cost, for every event and client, a new task, a wait on four futures and one
 ``send()``; at 100 clients and 1,000 events/s that saturated a core. Here each client has two
 long-lived tasks and nothing per event: the *puller* takes events from the plugin's iterator,
-formats them and appends them to the client's buffer; the *writer* (the response's own task) sends
-everything buffered in one ``send()``, then waits ``SSE_FLUSH_SECONDS`` (default 0.01) so the next
-events coalesce before the next send. An event arriving while the writer is idle goes out at once.
+formats them and appends them to the client's buffer; the *writer* (a task of its own, so a
+wake-up does not resume the whole middleware stack the response runs in) sends everything buffered
+in one ``send()``, and events arriving within ``SSE_FLUSH_SECONDS`` (default 0.01) of a send
+coalesce until that window ends. An event arriving while the writer is idle goes out at once.
 
 Memory stays bounded for a slow client: once ``BUFFER_LIMIT`` bytes are waiting, the puller stops
 taking events until the writer has sent them (the iterator's own queue, as the log stream's, then
@@ -28,7 +29,14 @@ GONE, ENDED, CLOSED = "gone", "ended", "closed"
 
 
 class ClientWriter:
-    """The buffer of formatted events for one client, and the loop that sends it."""
+    """The buffer of formatted events for one client, and the loop that sends it.
+
+    What a send costs besides the write itself is mostly wake-ups, so there are as few as can be:
+    one step of the writer per send. A wait is one plain future that ``offer`` resolves; during
+    the coalescing window after a send, ``offer`` instead sets one timer for the window's end (no
+    sleep that ends in an empty buffer); the heartbeat is one timer per heartbeat period that looks
+    at the time of the last send, not a timeout armed and cancelled around every wait.
+    """
 
     def __init__(self, send: Send, heartbeat: float, flush: float, limit: int = BUFFER_LIMIT) -> None:
         self.send = send
@@ -38,10 +46,26 @@ class ClientWriter:
         self.buffer: list[bytes] = []
         self.size = 0
         self.sends = 0
-        self.wake = asyncio.Event()
         self.room = asyncio.Event()
         self.room.set()
         self.stopped: str | None = None
+        self.waiter: asyncio.Future[None] | None = None
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.last_send = 0.0
+        self.hold_until = 0.0  # the end of the coalescing window that follows a send
+        self.hold_timer: asyncio.TimerHandle | None = None
+        self.beat_timer: asyncio.TimerHandle | None = None
+        self.beat_due = False
+
+    def _wake(self) -> None:
+        waiter = self.waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    def _release(self) -> None:
+        self.hold_timer = None
+        self.hold_until = 0.0  # the window is over (a timer may fire a little early)
+        self._wake()
 
     def offer(self, chunk: bytes) -> None:
         """Queue one formatted event; ``room`` clears once the buffer reaches its limit."""
@@ -49,39 +73,73 @@ class ClientWriter:
         self.size += len(chunk)
         if self.size >= self.limit:
             self.room.clear()
-        self.wake.set()
+        waiter = self.waiter
+        if waiter is None or waiter.done() or self.hold_timer is not None:
+            return
+        loop = self.loop
+        if loop is None or loop.time() >= self.hold_until:
+            waiter.set_result(None)
+        else:
+            self.hold_timer = loop.call_at(self.hold_until, self._release)
 
     def stop(self, reason: str) -> None:
         """End the writer: ``gone`` drops what is buffered, anything else sends it first."""
         if self.stopped is None:
             self.stopped = reason
-        self.wake.set()
+        self._wake()
         self.room.set()
 
     async def run(self) -> None:
         """Send until stopped; a heartbeat comment after ``heartbeat`` seconds without a send."""
+        loop = self.loop = asyncio.get_running_loop()
+        self.last_send = self.hold_until = loop.time()
+        self.beat_timer = loop.call_at(self.last_send + self.heartbeat, self._beat, loop)
+        try:
+            await self._loop(loop)
+        finally:
+            self.beat_timer.cancel()
+            if self.hold_timer is not None:
+                self.hold_timer.cancel()
+                self.hold_timer = None
+
+    def _beat(self, loop: asyncio.AbstractEventLoop) -> None:
+        now = loop.time()
+        due = self.last_send + self.heartbeat
+        if now >= due - 0.001:  # timers may fire up to a millisecond early
+            self.beat_due = True
+            self._wake()
+            due = now + self.heartbeat
+        self.beat_timer = loop.call_at(due, self._beat, loop)
+
+    async def _loop(self, loop: asyncio.AbstractEventLoop) -> None:
         while True:
-            if not self.buffer and self.stopped is None:
-                self.wake.clear()
-                try:
-                    async with asyncio.timeout(self.heartbeat):
-                        await self.wake.wait()
-                except TimeoutError:
-                    await self._write(HEARTBEAT)
-                    continue
             if self.stopped == GONE:
                 return
-            if self.buffer:
+            if self.buffer and (self.stopped is not None or loop.time() >= self.hold_until):
                 chunks, self.buffer, self.size = self.buffer, [], 0
                 self.room.set()
-                await self._write(chunks[0] if len(chunks) == 1 else b"".join(chunks))
-            if self.stopped is not None:
+                await self._write(chunks[0] if len(chunks) == 1 else b"".join(chunks), loop)
+                if self.stopped is not None and not self.buffer:
+                    return
+                continue
+            if self.stopped is not None and not self.buffer:
                 return
-            if self.flush > 0:
-                await asyncio.sleep(self.flush)  # the coalescing window: the next events gather
+            if self.beat_due and not self.buffer:
+                await self._write(HEARTBEAT, loop)
+                continue
+            if self.buffer and self.hold_timer is None:  # held: arrived during the window
+                self.hold_timer = loop.call_at(self.hold_until, self._release)
+            waiter = self.waiter = loop.create_future()
+            try:
+                await waiter
+            finally:
+                self.waiter = None
 
-    async def _write(self, body: bytes) -> None:
+    async def _write(self, body: bytes, loop: asyncio.AbstractEventLoop) -> None:
         self.sends += 1
+        self.beat_due = False
+        self.last_send = loop.time()
+        self.hold_until = self.last_send + self.flush
         await self.send({"type": "http.response.body", "body": body, "more_body": True})
 
 
