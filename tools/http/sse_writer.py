@@ -18,6 +18,8 @@ none per event).
 from __future__ import annotations
 
 import asyncio
+import math
+import weakref
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -28,14 +30,45 @@ HEARTBEAT = b": keep-alive\n\n"
 GONE, ENDED, CLOSED = "gone", "ended", "closed"
 
 
+class Releases:
+    """Ends the coalescing windows of one loop's writers: those ending in the same millisecond
+    share one timer (a loop timer per client and send cost as much as the send's own Python)."""
+
+    def __init__(self) -> None:
+        self.due: dict[int, list[ClientWriter]] = {}  # no reference to the loop: it keys a weak map
+
+    def add(self, writer: ClientWriter, when: float, loop: asyncio.AbstractEventLoop) -> None:
+        slot = math.ceil(when * 1000)
+        writers = self.due.get(slot)
+        if writers is None:
+            writers = self.due[slot] = []
+            loop.call_at(slot / 1000, self._fire, slot)
+        writers.append(writer)
+
+    def _fire(self, slot: int) -> None:
+        for writer in self.due.pop(slot, ()):
+            writer.release()
+
+
+_releases: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Releases] = weakref.WeakKeyDictionary()
+
+
+def releases_for(loop: asyncio.AbstractEventLoop) -> Releases:
+    found = _releases.get(loop)
+    if found is None:
+        found = _releases[loop] = Releases()
+    return found
+
+
 class ClientWriter:
     """The buffer of formatted events for one client, and the loop that sends it.
 
     What a send costs besides the write itself is mostly wake-ups, so there are as few as can be:
     one step of the writer per send. A wait is one plain future that ``offer`` resolves; during
-    the coalescing window after a send, ``offer`` instead sets one timer for the window's end (no
-    sleep that ends in an empty buffer); the heartbeat is one timer per heartbeat period that looks
-    at the time of the last send, not a timeout armed and cancelled around every wait.
+    the coalescing window after a send, ``offer`` instead books the window's end with the loop's
+    :class:`Releases` (no sleep that ends in an empty buffer); the heartbeat is one timer per
+    heartbeat period that looks at the time of the last send, not a timeout armed and cancelled
+    around every wait.
     """
 
     def __init__(self, send: Send, heartbeat: float, flush: float, limit: int = BUFFER_LIMIT) -> None:
@@ -51,9 +84,10 @@ class ClientWriter:
         self.stopped: str | None = None
         self.waiter: asyncio.Future[None] | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
+        self.releases: Releases | None = None
         self.last_send = 0.0
         self.hold_until = 0.0  # the end of the coalescing window that follows a send
-        self.hold_timer: asyncio.TimerHandle | None = None
+        self.held = False  # the window's end is booked
         self.beat_timer: asyncio.TimerHandle | None = None
         self.beat_due = False
 
@@ -62,9 +96,10 @@ class ClientWriter:
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
 
-    def _release(self) -> None:
-        self.hold_timer = None
-        self.hold_until = 0.0  # the window is over (a timer may fire a little early)
+    def release(self) -> None:
+        """The coalescing window is over (said by :class:`Releases`; its timer may fire early)."""
+        self.held = False
+        self.hold_until = 0.0
         self._wake()
 
     def offer(self, chunk: bytes) -> None:
@@ -74,13 +109,14 @@ class ClientWriter:
         if self.size >= self.limit:
             self.room.clear()
         waiter = self.waiter
-        if waiter is None or waiter.done() or self.hold_timer is not None:
+        if waiter is None or waiter.done() or self.held:
             return
         loop = self.loop
-        if loop is None or loop.time() >= self.hold_until:
+        if loop is None or self.releases is None or loop.time() >= self.hold_until:
             waiter.set_result(None)
         else:
-            self.hold_timer = loop.call_at(self.hold_until, self._release)
+            self.held = True
+            self.releases.add(self, self.hold_until, loop)
 
     def stop(self, reason: str) -> None:
         """End the writer: ``gone`` drops what is buffered, anything else sends it first."""
@@ -92,15 +128,13 @@ class ClientWriter:
     async def run(self) -> None:
         """Send until stopped; a heartbeat comment after ``heartbeat`` seconds without a send."""
         loop = self.loop = asyncio.get_running_loop()
+        self.releases = releases_for(loop)
         self.last_send = self.hold_until = loop.time()
         self.beat_timer = loop.call_at(self.last_send + self.heartbeat, self._beat, loop)
         try:
-            await self._loop(loop)
+            await self._loop(loop, self.releases)
         finally:
             self.beat_timer.cancel()
-            if self.hold_timer is not None:
-                self.hold_timer.cancel()
-                self.hold_timer = None
 
     def _beat(self, loop: asyncio.AbstractEventLoop) -> None:
         now = loop.time()
@@ -111,7 +145,7 @@ class ClientWriter:
             due = now + self.heartbeat
         self.beat_timer = loop.call_at(due, self._beat, loop)
 
-    async def _loop(self, loop: asyncio.AbstractEventLoop) -> None:
+    async def _loop(self, loop: asyncio.AbstractEventLoop, releases: Releases) -> None:
         while True:
             if self.stopped == GONE:
                 return
@@ -127,8 +161,9 @@ class ClientWriter:
             if self.beat_due and not self.buffer:
                 await self._write(HEARTBEAT, loop)
                 continue
-            if self.buffer and self.hold_timer is None:  # held: arrived during the window
-                self.hold_timer = loop.call_at(self.hold_until, self._release)
+            if self.buffer and not self.held:  # arrived during the window: held until its end
+                self.held = True
+                releases.add(self, self.hold_until, loop)
             waiter = self.waiter = loop.create_future()
             try:
                 await waiter

@@ -124,13 +124,13 @@ async def test_events_within_the_coalescing_window_wait_for_its_end_and_go_toget
     send.sent.clear()
     writer.offer(b"b\n\n")  # inside the window that send opened: held until it ends
     writer.offer(b"c\n\n")
-    assert writer.hold_timer is not None
+    assert writer.held
     async with asyncio.timeout(5):
         await send.sent.wait()
     writer.stop(GONE)
     await running
     assert send.bodies == [b"a\n\n", b"b\n\nc\n\n"]
-    assert writer.hold_timer is None
+    assert not writer.held
 
 
 async def test_closing_sends_what_is_held_at_once() -> None:
