@@ -298,6 +298,11 @@ class LogStream:
             for item in client.take_all():
                 yield [dropped_event(item.count)] if isinstance(item, Dropped) else item
 
+    def __del__(self) -> None:
+        # Forgotten without aclose (as an async generator would be finalised): stop feeding it.
+        if self.client is not None:
+            self.broadcast.unsubscribe(self.client)
+
     async def aclose(self) -> None:
         self.closed = True
         if self.runs is not None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import gc
 import os
 import socket
 import threading
@@ -285,3 +286,14 @@ async def test_a_level_filter_applies_to_runs() -> None:
     async with asyncio.timeout(5):
         assert summary(await waiting) == ["warn"]
     await stream.aclose()
+
+
+async def test_a_stream_forgotten_without_closing_is_unsubscribed() -> None:
+    broadcast = LogBroadcast(backlog=10, client_queue=10)
+    publish(broadcast, "x")
+    events = client_events(broadcast, last_event_id=0)
+    await take(events, 1)
+    assert len(broadcast.clients) == 1
+    del events
+    gc.collect()
+    assert broadcast.clients == set()
