@@ -8,6 +8,11 @@ a multi-line string becomes several ``data:`` lines), and optional ``event`` (st
 ``last_event_id``, taken from the ``Last-Event-ID`` header or the ``?last_event_id=`` query
 parameter (``None`` when absent).
 
+A fan-out serving many clients may give its iterator a ``batches()`` method returning an async
+iterator of lists of such dicts; the writer then reads that instead, taking each list as one step
+(the events of a list go out back to back). A list handed to several clients as the same object
+is encoded once for all of them, so a line costs each client nothing of its own (the log stream).
+
 To refuse a stream with a status (404, 403 ...), raise from ``stream`` itself, before it returns
 the iterator: that is answered with the usual error envelope. Once the response has started, an
 exception from the iterator ends the stream with one ``event: error`` whose data is the envelope
@@ -83,7 +88,8 @@ class SharedEncoder:
 
     A fan-out (the log stream) hands the same dict to every client; the bytes of the last
     ``size`` distinct objects are kept, keyed by identity and holding the object so its id is not
-    reused while kept. An event must not be changed after it was yielded.
+    reused while kept. An event must not be changed after it was yielded. A list (a batch from an
+    iterator's ``batches()``) is its events back to back, kept as one object too.
     """
 
     def __init__(self, size: int = 4096) -> None:
@@ -95,7 +101,7 @@ class SharedEncoder:
         found = self.kept.get(key)
         if found is not None and found[0] is item:
             return found[1]
-        chunk = format_event(item)
+        chunk = b"".join([self(event) for event in item]) if type(item) is list else format_event(item)
         kept = self.kept
         if len(kept) >= self.size:
             del kept[next(iter(kept))]
@@ -266,10 +272,11 @@ async def _pump(
     closing = [loop.create_task(closer.event.wait()) for closer in closers]
     for watcher in closing:
         watcher.add_done_callback(lambda _: writer.stop(CLOSED))
+    running = loop.create_task(writer.run())  # its own task: a wake-up resumes the writer alone
     try:
-        await writer.run()
+        await running
     finally:
-        helpers: tuple[asyncio.Task[Any], ...] = (puller, disconnected, *closing)
+        helpers: tuple[asyncio.Task[Any], ...] = (running, puller, disconnected, *closing)
         for task in helpers:
             task.cancel()
         await asyncio.wait(helpers)

@@ -51,29 +51,92 @@ class Dropped:
 
 
 class LogClient:
-    """One connected client: its bounded queue, its level filter and a wake-up event."""
+    """One connected client: its bounded queue, its level filter and a wake-up event.
+
+    The queue holds runs of events (lists shared with the other clients that took the same
+    lines, never changed) and gap markers; ``held`` counts its lines and markers against
+    ``capacity``, and ``head`` is how far the first run was already read one event at a time.
+    """
 
     def __init__(self, capacity: int, min_level: int) -> None:
         self.capacity = capacity
         self.min_level = min_level
-        self.queue: deque[dict[str, Any] | Dropped] = deque()
-        self.wake = asyncio.Event()
+        self.queue: deque[list[dict[str, Any]] | Dropped] = deque()
+        self.held = 0
+        self.head = 0
+        self.waiter: asyncio.Future[None] | None = None
 
-    def offer(self, entry: dict[str, Any]) -> None:
-        if entry["levelno"] < self.min_level:
-            return
+    def wake(self) -> None:
+        waiter = self.waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def wait(self) -> None:
+        """Until the next ``offer`` (or ``wake``): one plain future, cheaper than an Event."""
+        waiter = self.waiter = asyncio.get_running_loop().create_future()
+        try:
+            await waiter
+        finally:
+            self.waiter = None
+
+    def offer(self, events: list[dict[str, Any]]) -> None:
+        """Take a run of lines, as many as fit; the rest are counted at the gap."""
+        room = self.capacity - self.held
+        count = len(events)
         queue = self.queue
-        if len(queue) < self.capacity:
-            queue.append(entry)
-        elif queue and isinstance(queue[-1], Dropped):
-            queue[-1].count += 1
+        if count <= room:
+            queue.append(events)
+            self.held += count
         else:
-            queue.append(Dropped(1))  # the marker may exceed the capacity by one
-        self.wake.set()
+            if room > 0:
+                queue.append(events[:room])
+                self.held += room
+            last = queue[-1] if queue else None
+            if isinstance(last, Dropped):
+                last.count += count - max(room, 0)
+            else:
+                queue.append(Dropped(count - max(room, 0)))  # the marker may exceed the capacity by one
+                self.held += 1
+        waiter = self.waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    def take_one(self) -> list[dict[str, Any]] | Dropped | None:
+        """The next line (as a run of one) or gap, or ``None`` when the queue is empty."""
+        queue = self.queue
+        if not queue:
+            return None
+        first = queue[0]
+        self.held -= 1
+        if isinstance(first, Dropped):
+            queue.popleft()
+            return first
+        event = first[self.head]
+        self.head += 1
+        if self.head == len(first):
+            queue.popleft()
+            self.head = 0
+        return [event]
+
+    def take_all(self) -> list[list[dict[str, Any]] | Dropped]:
+        """Everything queued, in order, emptying the queue."""
+        taken = list(self.queue)
+        first = taken[0] if taken else None
+        if self.head and isinstance(first, list):
+            taken[0] = first[self.head :]
+        self.queue.clear()
+        self.held = 0
+        self.head = 0
+        return taken
 
 
 class LogBroadcast:
-    """The backlog and the connected clients; used on the event loop thread only."""
+    """The backlog and the connected clients; used on the event loop thread only.
+
+    Lines published while the loop runs one step are handed to the clients together, once that
+    step ends (or sooner, when a client reads): a run of lines costs each client one offer and
+    one wake-up, not one per line, and every client at the same level shares the run's events.
+    """
 
     def __init__(self, backlog: int, client_queue: int) -> None:
         self.backlog: deque[dict[str, Any]] = deque(maxlen=backlog)
@@ -81,6 +144,7 @@ class LogBroadcast:
         self.clients: set[LogClient] = set()
         self.last_id = 0
         self.process = {"pid": os.getpid(), "host": socket.gethostname()}
+        self.pending: list[dict[str, Any]] = []
 
     def publish(
         self,
@@ -105,13 +169,36 @@ class LogBroadcast:
             "process": self.process,
         }
         self.backlog.append(entry)
+        if not self.clients:
+            return
+        pending = self.pending
+        pending.append(entry)
+        if len(pending) == 1:
+            try:
+                asyncio.get_running_loop().call_soon(self.fan_out)
+            except RuntimeError:  # no loop running: hand the line over now
+                self.fan_out()
+
+    def fan_out(self) -> None:
+        """Hand the pending lines to every client (one shared run per level filter)."""
+        pending = self.pending
+        if not pending:
+            return
+        self.pending = []
+        runs: dict[int, list[dict[str, Any]]] = {}
         for client in self.clients:
-            client.offer(entry)
+            level = client.min_level
+            run = runs.get(level)
+            if run is None:
+                run = runs[level] = [as_event(e) for e in pending if e["levelno"] >= level]
+            if run:
+                client.offer(run)
 
     def subscribe(
         self, last_event_id: int | None, min_level: int = 0
     ) -> tuple[LogClient, list[dict[str, Any]], int]:
         """A new client, the backlog lines it missed, and how many missed lines are gone."""
+        self.fan_out()  # lines published before this client belong to the backlog it replays
         client = LogClient(self.client_queue, min_level)
         replay: list[dict[str, Any]] = []
         lost = 0
@@ -141,25 +228,96 @@ def dropped_event(count: int) -> dict[str, Any]:
     return {"event": "dropped", "data": {"dropped": count}}
 
 
-async def client_events(
-    broadcast: LogBroadcast, last_event_id: int | None, min_level: int = 0
-) -> AsyncGenerator[dict[str, Any], None]:
-    """The events of one client, subscribed from its first step until it goes away."""
-    client, replay, lost = broadcast.subscribe(last_event_id, min_level)
-    try:
-        if lost:
-            yield dropped_event(lost)
-        for entry in replay:
-            yield as_event(entry)
-        queue = client.queue
+class LogStream:
+    """The events of one client, subscribed from its first step until it is closed.
+
+    As an async iterator it gives one event at a time; ``batches()`` gives the same events as the
+    SSE writer takes them best (see ``tools/http/sse.py``): each run of lines as one list, the
+    same object for every client that took the whole run, so it is encoded once for all of them.
+    """
+
+    def __init__(self, broadcast: LogBroadcast, last_event_id: int | None, min_level: int) -> None:
+        self.broadcast = broadcast
+        self.last_event_id = last_event_id
+        self.min_level = min_level
+        self.client: LogClient | None = None
+        self.closed = False
+        self.first: deque[dict[str, Any]] = deque()
+        self.runs: AsyncGenerator[list[dict[str, Any]], None] | None = None
+
+    def _subscribe(self) -> LogClient:
+        if self.closed:
+            raise StopAsyncIteration
+        client = self.client
+        if client is None:
+            client, replay, lost = self.broadcast.subscribe(self.last_event_id, self.min_level)
+            self.client = client
+            if lost:
+                self.first.append(dropped_event(lost))
+            self.first.extend(as_event(entry) for entry in replay)
+        return client
+
+    def __aiter__(self) -> LogStream:
+        return self
+
+    async def __anext__(self) -> dict[str, Any]:
+        client = self._subscribe()
+        if self.first:
+            return self.first.popleft()
         while True:
-            while queue:
-                item = queue.popleft()
-                yield dropped_event(item.count) if isinstance(item, Dropped) else as_event(item)
-            client.wake.clear()
-            await client.wake.wait()
-    finally:
-        broadcast.unsubscribe(client)
+            self.broadcast.fan_out()
+            item = client.take_one()
+            if item is None:
+                await client.wait()
+                if self.closed:
+                    raise StopAsyncIteration
+            elif isinstance(item, Dropped):
+                return dropped_event(item.count)
+            else:
+                return item[0]
+
+    def batches(self) -> AsyncGenerator[list[dict[str, Any]], None]:
+        """Runs of events, each as one list; a gap is a run of its one ``dropped`` event."""
+        self.runs = self._runs()
+        return self.runs
+
+    async def _runs(self) -> AsyncGenerator[list[dict[str, Any]], None]:
+        try:
+            client = self._subscribe()
+        except StopAsyncIteration:
+            return
+        if self.first:
+            first, self.first = list(self.first), deque()
+            yield first
+        broadcast = self.broadcast
+        while not self.closed:
+            broadcast.fan_out()
+            if not client.queue:
+                await client.wait()
+                continue
+            for item in client.take_all():
+                yield [dropped_event(item.count)] if isinstance(item, Dropped) else item
+
+    def __del__(self) -> None:
+        # Forgotten without aclose (as an async generator would be finalised): stop feeding it.
+        if self.client is not None:
+            self.broadcast.unsubscribe(self.client)
+
+    async def aclose(self) -> None:
+        self.closed = True
+        if self.runs is not None:
+            try:
+                await self.runs.aclose()
+            except RuntimeError:
+                pass  # still running in its reader's task, which ends it when it sees ``closed``
+        if self.client is not None:
+            self.broadcast.unsubscribe(self.client)
+            self.client.wake()
+
+
+def client_events(broadcast: LogBroadcast, last_event_id: int | None, min_level: int = 0) -> LogStream:
+    """The events of one client (see :class:`LogStream`)."""
+    return LogStream(broadcast, last_event_id, min_level)
 
 
 def _levelno(level: str) -> int:
@@ -207,7 +365,7 @@ class SystemLogsStreamPlugin(BasePlugin):
             except RuntimeError:
                 pass  # the loop is closed: the process is ending and no client is left to tell
 
-    def stream(self, data: dict[str, Any], context: dict[str, Any]) -> AsyncGenerator[dict[str, Any], None]:
+    def stream(self, data: dict[str, Any], context: dict[str, Any]) -> LogStream:
         """Log lines as they are written; ``Last-Event-ID`` replays the missed ones."""
         last_event_id = _last_event_id(context.get("last_event_id"))
         min_level = _min_level(data.get("level"))

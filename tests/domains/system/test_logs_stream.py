@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import gc
 import os
 import socket
 import threading
@@ -235,3 +236,64 @@ async def test_a_line_carries_the_request_or_event_it_was_logged_under(
         ("in a worker", "req-on-the-loop"),
     ]
     await events.aclose()
+
+
+async def take_batches(events: Any, count: int) -> list[list[dict[str, Any]]]:
+    async with asyncio.timeout(5):
+        return [await anext(events) for _ in range(count)]
+
+
+async def test_lines_of_one_loop_step_reach_every_client_as_one_shared_run() -> None:
+    broadcast = LogBroadcast(backlog=10, client_queue=10)
+    streams = [client_events(broadcast, last_event_id=None) for _ in range(3)]
+    runs = [stream.batches() for stream in streams]
+    waiting = [asyncio.ensure_future(anext(run)) for run in runs]
+    while len(broadcast.clients) < 3:  # each subscribes at its first step
+        await asyncio.wait(waiting, timeout=0.01)
+    publish(broadcast, "a", "b", "c")
+    async with asyncio.timeout(5):
+        got = await asyncio.gather(*waiting)
+    assert [summary(run) for run in got] == [["a", "b", "c"]] * 3
+    assert got[0] is got[1] is got[2]  # one list for all: the SSE writer encodes it once
+    for stream in streams:
+        await stream.aclose()
+    assert broadcast.clients == set()
+
+
+async def test_batches_replay_first_and_count_a_slow_clients_drops() -> None:
+    broadcast = LogBroadcast(backlog=100, client_queue=3)
+    publish(broadcast, "l1", "l2")
+    stream = client_events(broadcast, last_event_id=1)
+    runs = stream.batches()
+    assert summary((await take_batches(runs, 1))[0]) == ["l2"]  # the replay, as one run
+    publish(broadcast, *(f"l{n}" for n in range(3, 9)))  # 6 lines; the queue holds 3
+    assert [summary(run) for run in await take_batches(runs, 2)] == [["l3", "l4", "l5"], [("dropped", 3)]]
+    publish(broadcast, "l9")
+    assert summary((await take_batches(runs, 1))[0]) == ["l9"]
+    await stream.aclose()
+    assert broadcast.clients == set()
+
+
+async def test_a_level_filter_applies_to_runs() -> None:
+    broadcast = LogBroadcast(backlog=10, client_queue=10)
+    stream = client_events(broadcast, last_event_id=None, min_level=30)
+    runs = stream.batches()
+    waiting = asyncio.ensure_future(anext(runs))
+    while not broadcast.clients:
+        await asyncio.wait([waiting], timeout=0.01)
+    publish(broadcast, "info")
+    publish(broadcast, "warn", level="WARNING")
+    async with asyncio.timeout(5):
+        assert summary(await waiting) == ["warn"]
+    await stream.aclose()
+
+
+async def test_a_stream_forgotten_without_closing_is_unsubscribed() -> None:
+    broadcast = LogBroadcast(backlog=10, client_queue=10)
+    publish(broadcast, "x")
+    events = client_events(broadcast, last_event_id=0)
+    await take(events, 1)
+    assert len(broadcast.clients) == 1
+    del events
+    gc.collect()
+    assert broadcast.clients == set()

@@ -11,7 +11,7 @@ import pytest
 from core.context import bound, current_plugin_var
 from core.errors import ForbiddenError, NotFoundError
 from tests.tools.http.http_kit import AsgiCall, client, header, make_http
-from tools.http.sse import format_event
+from tools.http.sse import SharedEncoder, format_event
 
 
 def test_format_event_writes_the_wire_format() -> None:
@@ -238,3 +238,48 @@ async def test_replacing_a_stream_route_from_a_worker_thread_ends_the_old_stream
     assert await call.message() == {"type": "http.response.body", "body": b"", "more_body": False}
     await call.finished()
     assert old.closed.is_set()
+
+
+def test_a_shared_encoder_encodes_a_batch_as_its_events_back_to_back_and_once() -> None:
+    encode = SharedEncoder()
+    first, second = {"id": "1", "data": "a"}, {"id": "2", "data": {"n": 2}}
+    batch = [first, second]
+    chunk = encode(batch)
+    assert chunk == format_event(first) + format_event(second)
+    assert encode(batch) is chunk  # the same list again: not encoded again
+    assert encode(first) is encode(first)  # its events were kept too (a slow client's slice reuses them)
+
+
+class BatchFeed:
+    """A fan-out that offers ``batches()``: the writer must read those, not the events one by one."""
+
+    keel_identity = "demo.BatchFeed"
+
+    def __init__(self, batches: list[list[dict[str, Any]]]) -> None:
+        self.batches = batches
+
+    def stream(self, data: dict[str, Any], context: dict[str, Any]) -> Any:
+        batches = self.batches
+
+        class Events:
+            def __aiter__(self) -> Events:
+                return self
+
+            async def __anext__(self) -> dict[str, Any]:
+                raise AssertionError("read one event at a time although batches() is there")
+
+            async def batches(self) -> AsyncIterator[list[dict[str, Any]]]:
+                for batch in batches:
+                    yield batch
+
+        return Events()
+
+
+async def test_an_iterator_with_batches_is_read_a_batch_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    http = await make_http(monkeypatch)
+    feed = BatchFeed([[{"data": "a"}, {"data": "b"}], [{"data": "c"}]])
+    http.add_sse_endpoint("/batches", feed.stream)
+    call = AsgiCall(http.asgi, "/batches").start()
+    await call.start_message()
+    assert await call.body_until(b"data: c\n\n") == b"data: a\n\ndata: b\n\ndata: c\n\n"
+    await call.finished()

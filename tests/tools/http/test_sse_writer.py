@@ -112,3 +112,36 @@ async def test_an_idle_writer_sends_heartbeats_until_stopped() -> None:
     writer.stop(GONE)
     await running
     assert set(send.bodies) == {b": keep-alive\n\n"}
+
+
+async def test_events_within_the_coalescing_window_wait_for_its_end_and_go_together() -> None:
+    send = Recorder()
+    writer = ClientWriter(send, heartbeat=60, flush=0.05)
+    writer.offer(b"a\n\n")  # nothing sent yet: goes at once
+    running = asyncio.create_task(writer.run())
+    async with asyncio.timeout(5):
+        await send.sent.wait()
+    send.sent.clear()
+    writer.offer(b"b\n\n")  # inside the window that send opened: held until it ends
+    writer.offer(b"c\n\n")
+    assert writer.held
+    async with asyncio.timeout(5):
+        await send.sent.wait()
+    writer.stop(GONE)
+    await running
+    assert send.bodies == [b"a\n\n", b"b\n\nc\n\n"]
+    assert not writer.held
+
+
+async def test_closing_sends_what_is_held_at_once() -> None:
+    send = Recorder()
+    writer = ClientWriter(send, heartbeat=60, flush=60)
+    writer.offer(b"a\n\n")
+    running = asyncio.create_task(writer.run())
+    async with asyncio.timeout(5):
+        await send.sent.wait()
+    writer.offer(b"b\n\n")  # held for a minute, unless the stream closes
+    writer.stop(CLOSED)
+    async with asyncio.timeout(5):
+        await running
+    assert send.bodies == [b"a\n\n", b"b\n\n"]
