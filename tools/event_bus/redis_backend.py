@@ -90,6 +90,7 @@ from .redis_pipeline import AutoPipeline
 from .redis_settings import RedisBusSettings
 from .redis_wire import (
     Keys,
+    Received,
     ReplyKind,
     dead_letter_fields,
     dead_letter_view,
@@ -396,20 +397,22 @@ class RedisStreamsBackend:
             failures, start = 0, "$"
             self._reachable()
             for stream, entries in response or ():
-                seen = await self._seen_marks(group, entries)
+                # Each entry decoded once, here: the marks lookup and the handling share the result.
+                received = [_received(fields) for _, fields in entries]
+                seen = await self._seen_marks(group, received)
                 for index, (entry_id, fields) in enumerate(entries):
-                    await self._dispatch(group, stream, entry_id, fields, deliveries=1, seen=seen[index])
+                    await self._dispatch(
+                        group, stream, entry_id, fields, 1, seen=seen[index], received=received[index]
+                    )
 
-    async def _seen_marks(
-        self, group: str, entries: list[tuple[str, Mapping[str, str] | None]]
-    ) -> list[bool | None]:
+    async def _seen_marks(self, group: str, received: list[Received | None]) -> list[bool | None]:
         """Whether ``group`` already handled each entry's event, for a whole read in one ``MGET``
         (instead of an ``EXISTS`` per entry); ``None`` where it is not known (dedup off, an entry
-        without an id, or Redis not answering: then each entry asks for itself)."""
-        unknown: list[bool | None] = [None] * len(entries)
+        that is not an event, or Redis not answering: then each entry asks for itself)."""
+        unknown: list[bool | None] = [None] * len(received)
         if not self._dedupes(group):
             return unknown
-        ids = [fields.get("id") if fields else None for _, fields in entries]
+        ids = [r.event.id if r is not None else None for r in received]
         keys = [self.keys.seen(group, event_id) for event_id in ids if event_id]
         if not keys:
             return unknown
@@ -427,6 +430,7 @@ class RedisStreamsBackend:
         fields: Mapping[str, str] | None,
         deliveries: int,
         seen: bool | None = None,
+        received: Received | None = None,
     ) -> None:
         """Start handling one entry (unless this process already is), within the concurrency bound."""
         held = self._held.setdefault((stream, group), {})
@@ -439,7 +443,7 @@ class RedisStreamsBackend:
             self._slots.release()
             return
         task = asyncio.get_running_loop().create_task(
-            self._handle(group, stream, entry_id, fields, deliveries, seen)
+            self._handle(group, stream, entry_id, fields, deliveries, seen, received)
         )
         self._handlers.add(task)
         task.add_done_callback(self._handlers.discard)
@@ -454,13 +458,15 @@ class RedisStreamsBackend:
         fields: Mapping[str, str],
         deliveries: int,
         seen: bool | None = None,
+        received: Received | None = None,
     ) -> None:
         try:
-            try:
-                received = read_event(fields)
-            except ValueError as exc:
-                await self._dead_letter(stream, group, entry_id, fields, {"event_bus": str(exc)}, 0)
-                return
+            if received is None:
+                try:
+                    received = read_event(fields)
+                except ValueError as exc:
+                    await self._dead_letter(stream, group, entry_id, fields, {"event_bus": str(exc)}, 0)
+                    return
             event, reply_to = received.event, received.reply_to
             only_group = fields.get("only_group")
             if only_group is not None and only_group != group:  # a dead letter replayed to another group
@@ -593,7 +599,7 @@ class RedisStreamsBackend:
         log.error(
             "event bus: group %s gave up on %s (entry %s of %s) after %d attempt(s): %s",
             group,
-            fields.get("name"),
+            letter.get("name"),
             entry_id,
             stream,
             attempts,
@@ -770,7 +776,7 @@ class RedisStreamsBackend:
             log.warning(
                 "event bus: group %s claimed %s (entry %s of %s, delivery %d) left idle by its consumer",
                 group,
-                fields.get("name"),
+                self.keys.name_of(stream),
                 entry_id,
                 stream,
                 deliveries,
@@ -991,6 +997,17 @@ return redis.call('XTRIM', KEYS[1], 'MINID', string.format('%d-%d', ms, seq))
 """
 """Trim ``KEYS[1]`` to its soft length ``ARGV[1]`` but never past ``ARGV[2]``, the oldest entry id a
 group still needs (empty: none is), looking at most at ``ARGV[3]`` entries."""
+
+
+def _received(fields: Mapping[str, str] | None) -> Received | None:
+    """The event an entry read carries; ``None`` for one deleted meanwhile or no bus wrote (whose
+    handling then reads it again, and dead-letters it with the reason)."""
+    if fields is None:
+        return None
+    try:
+        return read_event(fields)
+    except ValueError:
+        return None
 
 
 def _successor(entry_id: str) -> str:
