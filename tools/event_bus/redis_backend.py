@@ -161,7 +161,7 @@ class RedisStreamsBackend:
         self.consumer = f"{process_label()}:{uuid.uuid4().hex[:6]}"
         self.inbox = self.keys.inbox(self.consumer)
         self._client = self._new_client(settings.connect_timeout)
-        self._pipeline = AutoPipeline(self._client)
+        self._pipeline = AutoPipeline(self._client, _bus_error)
         self._deliver: DeliverToGroup | None = None
         self._groups: LocalGroups = dict
         self._readers: dict[str, _Reader] = {}
@@ -230,20 +230,18 @@ class RedisStreamsBackend:
         await self._call(self._client.ping)
 
     def send(self, event: Event) -> Awaitable[None]:
-        return self._publish(event)
-
-    async def ping(self) -> bool:
-        """Whether Redis answers (the tool's health check)."""
-        await self._call(self._client.ping)
-        return True
-
-    async def _publish(self, event: Event) -> None:
+        """The ``XADD``'s future itself (its errors already the bus's): no coroutine per publish."""
         if self._closed:
             raise EventBusUnavailableError("the event bus has been shut down")
         fields = event_fields(event)
         stream = self.keys.stream(event.name)
         self._streams.add(stream)
-        await self._call(self._pipeline.submit, lambda pipe: pipe.xadd(stream, fields))
+        return self._pipeline.submit(lambda pipe: pipe.xadd(stream, fields))
+
+    async def ping(self) -> bool:
+        """Whether Redis answers (the tool's health check)."""
+        await self._call(self._client.ping)
+        return True
 
     def describe(self) -> str:
         return f"redis streams at {_redacted(self.settings.url)} (prefix {self.settings.prefix!r})"
@@ -568,10 +566,10 @@ class RedisStreamsBackend:
         """Acknowledge a handled entry, and mark its event id handled for the group (one command
         for every entry settled in the same round trip: ``AutoPipeline.settle``)."""
         if not self._dedupes(group):
-            await self._call(self._pipeline.ack, stream, group, entry_id)
+            await self._pipeline.ack(stream, group, entry_id)  # the pipeline's errors are the bus's
             return
         mark, ttl_ms = self.keys.seen(group, event_id), self.settings.dedup_ttl_seconds * 1000
-        await self._call(self._pipeline.settle, stream, group, entry_id, mark, ttl_ms)
+        await self._pipeline.settle(stream, group, entry_id, mark, ttl_ms)
 
     async def _dead_letter(
         self,
@@ -997,6 +995,18 @@ return redis.call('XTRIM', KEYS[1], 'MINID', string.format('%d-%d', ms, seq))
 """
 """Trim ``KEYS[1]`` to its soft length ``ARGV[1]`` but never past ``ARGV[2]``, the oldest entry id a
 group still needs (empty: none is), looking at most at ``ARGV[3]`` entries."""
+
+
+def _bus_error(exc: BaseException) -> BaseException:
+    """The bus's error for one the client raised (what :meth:`RedisStreamsBackend._call` raises)."""
+    if isinstance(exc, _UNREACHABLE):
+        error: BaseException = EventBusUnavailableError(f"the event bus's Redis is unreachable: {exc}")
+    elif isinstance(exc, RedisError):
+        error = EventBusError(f"the event bus's Redis refused the operation: {exc}")
+    else:
+        return exc
+    error.__cause__ = exc
+    return error
 
 
 def _received(fields: Mapping[str, str] | None) -> Received | None:
