@@ -410,15 +410,23 @@ class EventBusTool(BaseTool):
                 self._drainer = None
 
     async def _deliver(
-        self, subscription: Subscription, event: Event, record: TraceRecord, index: int
+        self,
+        subscription: Subscription,
+        event: Event,
+        record: TraceRecord,
+        index: int,
+        *,
+        inline: bool = False,
     ) -> Any:
         """Run one subscriber on one event; return what it returned (``None`` if it raised).
 
         Sets the context variables for the subscriber and leaves them set: this runs as a task
-        of its own, whose context copy ends with it. A caller awaiting it inline resets them.
+        of its own, whose context copy ends with it. A caller awaiting it ``inline`` has set them
+        itself (to reset them after), and they are not set twice.
         """
-        _event_var.set(event.id)
-        _identity_var.set(subscription.identity)
+        if not inline:
+            _event_var.set(event.id)
+            _identity_var.set(subscription.identity)
         started = perf_counter()
         outcome, error, result = _OK, None, None
         try:
@@ -562,7 +570,7 @@ class EventBusTool(BaseTool):
             event_token = _event_var.set(event.id)
             identity_token = _identity_var.set(chosen[0].identity)
             try:
-                answers = [await self._deliver(chosen[0], event, record, 0)]
+                answers = [await self._deliver(chosen[0], event, record, 0, inline=True)]
             finally:
                 _identity_var.reset(identity_token)
                 _event_var.reset(event_token)

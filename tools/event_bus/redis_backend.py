@@ -64,6 +64,7 @@ import json
 import logging
 import time
 import uuid
+from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -136,6 +137,49 @@ class _Reader:
     task: asyncio.Task[None] | None = None
 
 
+class _Slots:
+    """The concurrency bound: a counting semaphore whose uncontended take is a plain call, not a
+    coroutine (``asyncio.Semaphore.acquire`` is one, and is taken once per entry read)."""
+
+    __slots__ = ("free", "_waiters")
+
+    def __init__(self, size: int) -> None:
+        self.free = size
+        self._waiters: deque[asyncio.Future[None]] = deque()
+
+    def take_free(self) -> bool:
+        """Take a slot if one is free and nobody waits for one; whether it did."""
+        if self.free > 0 and not self._waiters:
+            self.free -= 1
+            return True
+        return False
+
+    async def take(self) -> None:
+        """Wait for a slot (first come, first served); a slot given to a waiter is passed on."""
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiters.append(waiter)
+        try:
+            await waiter
+        except asyncio.CancelledError:
+            if waiter.done() and not waiter.cancelled():
+                self.give()  # handed a slot, then cancelled: pass it on
+            raise
+        finally:
+            if not waiter.done() or waiter.cancelled():
+                try:
+                    self._waiters.remove(waiter)
+                except ValueError:
+                    pass
+
+    def give(self) -> None:
+        while self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)  # the slot goes straight to it
+                return
+        self.free += 1
+
+
 @dataclass(eq=False)
 class _Request:
     """A request of this process waiting for its replies."""
@@ -169,7 +213,7 @@ class RedisStreamsBackend:
         self._held: dict[tuple[str, str], dict[str, float]] = {}  # entries being handled here
         self._handlers: set[asyncio.Task[None]] = set()
         self._chores: set[asyncio.Task[Any]] = set()
-        self._slots = asyncio.Semaphore(settings.concurrency)
+        self._slots = _Slots(settings.concurrency)
         self._requests: dict[str, _Request] = {}
         self._inbox_reader: _Reader | None = None
         self._maintenance: asyncio.Task[None] | None = None
@@ -431,14 +475,17 @@ class RedisStreamsBackend:
         received: Received | None = None,
     ) -> None:
         """Start handling one entry (unless this process already is), within the concurrency bound."""
-        held = self._held.setdefault((stream, group), {})
+        held = self._held.get((stream, group))
+        if held is None:
+            held = self._held[(stream, group)] = {}
         if entry_id in held or fields is None or self._stop.is_set():
             return
         held[entry_id] = time.monotonic()
-        await self._slots.acquire()
+        if not self._slots.take_free():
+            await self._slots.take()
         if self._stop.is_set():  # stopped while waiting for a slot: leave the entry pending
             held.pop(entry_id, None)
-            self._slots.release()
+            self._slots.give()
             return
         task = asyncio.get_running_loop().create_task(
             self._handle(group, stream, entry_id, fields, deliveries, seen, received)
@@ -508,8 +555,10 @@ class RedisStreamsBackend:
                 exc,
             )
         finally:
-            self._held.get((stream, group), {}).pop(entry_id, None)
-            self._slots.release()
+            held = self._held.get((stream, group))
+            if held is not None:
+                held.pop(entry_id, None)
+            self._slots.give()
 
     async def _run(
         self,
