@@ -212,6 +212,8 @@ class RedisStreamsBackend:
         self._joined: set[tuple[str, str]] = set()  # (stream, group) pairs known to exist
         self._held: dict[tuple[str, str], dict[str, float]] = {}  # entries being handled here
         self._handlers: set[asyncio.Task[None]] = set()
+        # Acknowledgements queued and not yet answered: (stream, group, entry ids) per command.
+        self._settling: dict[asyncio.Future[Any], tuple[str, str, list[str]]] = {}
         self._chores: set[asyncio.Task[Any]] = set()
         self._slots = _Slots(settings.concurrency)
         self._requests: dict[str, _Request] = {}
@@ -505,6 +507,7 @@ class RedisStreamsBackend:
         seen: bool | None = None,
         received: Received | None = None,
     ) -> None:
+        settling = False  # the acknowledgement, once queued, releases the entry (_settled)
         try:
             if received is None:
                 try:
@@ -543,7 +546,7 @@ class RedisStreamsBackend:
                 await self._dead_letter(stream, group, entry_id, fields, {"event_bus": reason}, 0)
                 await self._reply(reply_to, event.id, group, ReplyKind.NONE, reason)
                 return
-            await self._run(group, stream, entry_id, fields, event, reply_to, deliveries)
+            settling = await self._run(group, stream, entry_id, fields, event, reply_to, deliveries)
         except asyncio.CancelledError:
             raise  # the bus is stopping: the entry stays pending and another process claims it
         except (RedisError, EventBusError, *_UNREACHABLE) as exc:
@@ -555,10 +558,11 @@ class RedisStreamsBackend:
                 exc,
             )
         finally:
-            held = self._held.get((stream, group))
-            if held is not None:
-                held.pop(entry_id, None)
-            self._slots.give()
+            if not settling:
+                held = self._held.get((stream, group))
+                if held is not None:
+                    held.pop(entry_id, None)
+                self._slots.give()
 
     async def _run(
         self,
@@ -569,10 +573,12 @@ class RedisStreamsBackend:
         event: Event,
         reply_to: str | None,
         deliveries: int = 1,
-    ) -> None:
+    ) -> bool:
+        """Run the group's handlers on the entry, retrying and dead-lettering it; True when it
+        ends with the entry's acknowledgement queued (:meth:`_settle`), which then releases it."""
         deliver = self._deliver
         if deliver is None:
-            return
+            return False
         only: frozenset[str] | None = None
         answer: Any = None
         attempts = max(0, deliveries - 1)  # runs before this delivery, as the stream counts them
@@ -581,15 +587,14 @@ class RedisStreamsBackend:
             attempts += 1
             outcome = await deliver(event, group, only)
             if outcome is None:  # nobody here subscribes any more: leave it to a process that does
-                return
+                return False
             if answer is None:
                 answer = outcome.answer
             if not outcome.failures:
                 if reply_to is not None:
                     await self._answer(reply_to, event.id, group, answer)
-                await self._settle(stream, group, entry_id, event.id)
-                self.counters["delivered"] += 1  # counted once acknowledged
-                return
+                self._settle(stream, group, entry_id, event.id)
+                return True
             failures = outcome.failures
             only = frozenset(failures)
             if attempts >= self.settings.max_attempts:
@@ -610,15 +615,45 @@ class RedisStreamsBackend:
             )
         await self._dead_letter(stream, group, entry_id, fields, failures, attempts)
         await self._reply(reply_to, event.id, group, ReplyKind.NONE, "its subscribers failed")
+        return False
 
-    async def _settle(self, stream: str, group: str, entry_id: str, event_id: str) -> None:
-        """Acknowledge a handled entry, and mark its event id handled for the group (one command
-        for every entry settled in the same round trip: ``AutoPipeline.settle``)."""
-        if not self._dedupes(group):
-            await self._pipeline.ack(stream, group, entry_id)  # the pipeline's errors are the bus's
-            return
-        mark, ttl_ms = self.keys.seen(group, event_id), self.settings.dedup_ttl_seconds * 1000
-        await self._pipeline.settle(stream, group, entry_id, mark, ttl_ms)
+    def _settle(self, stream: str, group: str, entry_id: str, event_id: str) -> None:
+        """Queue the acknowledgement of a handled entry, and the mark of its event id handled for the
+        group (one command for every entry settled in the same round trip: ``AutoPipeline.settle``).
+
+        Nobody waits for it: the entries sharing the command are released (held, slot, counted
+        delivered) by one callback when Redis answers (:meth:`_settled`), rather than by a wake-up
+        of each entry's task."""
+        if self._dedupes(group):
+            mark, ttl_ms = self.keys.seen(group, event_id), self.settings.dedup_ttl_seconds * 1000
+            future = self._pipeline.settle(stream, group, entry_id, mark, ttl_ms)
+        else:
+            future = self._pipeline.ack(stream, group, entry_id)
+        batch = self._settling.get(future)
+        if batch is None:
+            batch = self._settling[future] = (stream, group, [])
+            future.add_done_callback(self._settled)
+        batch[2].append(entry_id)
+
+    def _settled(self, future: asyncio.Future[Any]) -> None:
+        stream, group, entry_ids = self._settling.pop(future)
+        error = future.exception() if not future.cancelled() else EventBusError("the bus stopped first")
+        if error is None:
+            self.counters["delivered"] += len(entry_ids)  # counted once acknowledged
+        else:
+            log.warning(
+                "event bus: could not settle entries %s of %s for group %s (%s); they will be delivered "
+                "again",
+                ", ".join(entry_ids),
+                stream,
+                group,
+                error,
+            )
+        held = self._held.get((stream, group))
+        for entry_id in entry_ids:
+            if held is not None:
+                held.pop(entry_id, None)
+            self._slots.give()
 
     async def _dead_letter(
         self,
@@ -954,6 +989,8 @@ class RedisStreamsBackend:
         self._stop.set()
         await self._wake_and_settle(list(self._readers.values()))
         await _settle(list(self._handlers), DRAIN_SECONDS)
+        if self._settling:  # the acknowledgements of what they handled, which nobody awaits
+            await _settle([asyncio.ensure_future(self._pipeline.drain())], DRAIN_SECONDS)
 
     async def _wake_and_settle(self, readers: list[_Reader]) -> None:
         """Unblock the readers until they have all returned (a reader whose read had not yet reached
