@@ -492,8 +492,7 @@ class RedisStreamsBackend:
         task = asyncio.get_running_loop().create_task(
             self._handle(group, stream, entry_id, fields, deliveries, seen, received)
         )
-        self._handlers.add(task)
-        task.add_done_callback(self._handlers.discard)
+        self._handlers.add(task)  # dropped by the task itself as it ends (no done-callback per entry)
 
     # -- handling one entry ------------------------------------------------------------------------
 
@@ -558,6 +557,7 @@ class RedisStreamsBackend:
                 exc,
             )
         finally:
+            self._handlers.discard(asyncio.current_task())
             if not settling:
                 held = self._held.get((stream, group))
                 if held is not None:
