@@ -7,9 +7,11 @@ One group with one async subscriber; ``EVENTS`` events are published in batches 
 timed from the first publish until the last acknowledgement (the bus's ``delivered`` counter).
 The floor does what any consumer group must: ``XADD`` each batch in one pipeline, a reader
 task doing ``XREADGROUP COUNT 128``, calling the handler on each entry and acknowledging every
-batch it read with one ``XACK``. The bus additionally checks and encodes payloads, de-duplicates
-by event id (``EXISTS`` before, ``SET ... PX`` after each delivery), counts retries and keeps the
-trace. Ratio = bus events/s / floor events/s (goal >= 0.7); medians of interleaved rounds.
+batch it read with one ``XACK``. The bus additionally checks and encodes payloads (each entry's
+values packed in one field), de-duplicates by event id (one ``MGET`` of the handled marks per read
+before, the marks' ``SET ... PX`` and the ``XACK`` in one script call per batch after), counts
+retries and keeps the trace. Ratio = bus events/s / floor events/s (goal >= 0.7); medians of
+interleaved rounds.
 """
 
 from __future__ import annotations

@@ -113,7 +113,9 @@ _copy_context = copy_context
 _new_record = object.__new__
 _new_event = tuple.__new__  # Event(...) without the generated __new__'s argument handling
 _OK = Outcome.OK  # enum member lookups cost more than a global on every delivery
-_NO_SUBSCRIBERS: tuple[tuple[Subscription, ...], list[str]] = ((), [])
+# name -> (subscriptions, their identities, how many): the count saves two len() per event.
+_Table = tuple[tuple[Subscription, ...], list[str], int]
+_NO_SUBSCRIBERS: _Table = ((), [], 0)
 
 
 class EventBusTool(BaseTool):
@@ -124,11 +126,12 @@ class EventBusTool(BaseTool):
     def __init__(self) -> None:
         self._backend: EventBackend = InProcessBackend()
         self._backend.bind(self._receive)
+        self._local = True  # in-process backend: ``publish`` does what ``_receive`` does itself
         self._broker: BrokerBackend | None = None  # the backend, when several processes share it
         self._trace = TraceLog(DEFAULT_TRACE_BUFFER)
         # name -> (subscriptions, their identities); replaced, never mutated, so a delivery
         # in progress keeps the tuple it started with.
-        self._subscribers: dict[str, tuple[tuple[Subscription, ...], list[str]]] = {}
+        self._subscribers: dict[str, _Table] = {}
         self._staged: dict[str, list[Subscription]] = {}  # staging owner -> subscriptions waiting
         self._replies: dict[str, asyncio.Future[Any]] = {}
         # Deliveries in flight, held here so no task is collected while it runs, each dropped by
@@ -161,6 +164,7 @@ class EventBusTool(BaseTool):
         self._backend = make_backend(env_str("EVENT_BUS_URL"))
         self._backend.bind(self._receive)
         self._broker = self._backend if isinstance(self._backend, BrokerBackend) else None
+        self._local = type(self._backend) is InProcessBackend
         if self._broker is not None:
             self._broker.attach(self._deliver_group, self._local_groups)
         self._trace = TraceLog(env_int("EVENT_TRACE_BUFFER", DEFAULT_TRACE_BUFFER, minimum=1))
@@ -194,7 +198,7 @@ class EventBusTool(BaseTool):
     def release_owner(self, owner: str) -> None:
         """Forget every subscription made by plugin ``owner``."""
         self._staged.pop(owner, None)
-        for name, (subscriptions, _) in list(self._subscribers.items()):
+        for name, (subscriptions, _, _) in list(self._subscribers.items()):
             kept = tuple(s for s in subscriptions if s.owner != owner)
             if len(kept) != len(subscriptions):
                 self._set(name, kept)
@@ -220,13 +224,31 @@ class EventBusTool(BaseTool):
             raise EventBusError(f"an event name is a non-empty string, got {name!r}")
         frozen = freeze_json(payload)
         self.published = number = self.published + 1
-        event = _new_event(
-            Event, (f"{self._prefix}{number}", name, frozen, _event_var.get(), _identity_var.get(), time())
-        )
-        handing_over = self._backend.send(event)
-        if handing_over is not None:
-            await handing_over
-        return event.id
+        event_id = f"{self._prefix}{number}"
+        event = _new_event(Event, (event_id, name, frozen, _event_var.get(), _identity_var.get(), time()))
+        if not self._local:
+            handing_over = self._backend.send(event)
+            if handing_over is not None:
+                await handing_over
+            return event_id
+        # In-process, handing over is receiving: what ``_receive`` does, without the call.
+        subscriptions, identities, count = self._subscribers.get(name, _NO_SUBSCRIBERS)
+        if not count:
+            self._trace.open(event, identities)
+            self._unanswered(event)
+            return event_id
+        record = _new_record(TraceRecord)
+        record.event = event
+        record.subscribers = identities
+        record.results = [None] * count
+        record.pending = count
+        record.started = perf_counter()
+        record.seq = 0
+        self._trace.keep(record)
+        self._queue.append((event, record, subscriptions, _copy_context(), 0))
+        if self._drainer is None:
+            self._drainer = _get_running_loop().create_task(self._drain())
+        return event_id
 
     async def request(self, name: str, payload: Any = None, timeout: float = 5.0) -> Any:  # noqa: ASYNC109
         """Publish and wait for the first subscriber that returns a value; return that value."""
@@ -296,7 +318,7 @@ class EventBusTool(BaseTool):
 
     def _set(self, name: str, subscriptions: tuple[Subscription, ...]) -> None:
         if subscriptions:
-            self._subscribers[name] = (subscriptions, [s.identity for s in subscriptions])
+            self._subscribers[name] = (subscriptions, [s.identity for s in subscriptions], len(subscriptions))
         else:
             self._subscribers.pop(name, None)
         if self._broker is not None:
@@ -305,29 +327,30 @@ class EventBusTool(BaseTool):
     def _local_groups(self) -> dict[str, frozenset[str]]:
         """For a broker: each group with subscribers here, and the event names it subscribes to."""
         groups: dict[str, set[str]] = {}
-        for name, (subscriptions, _) in self._subscribers.items():
+        for name, (subscriptions, _, _) in self._subscribers.items():
             for subscription in subscriptions:
                 groups.setdefault(subscription.group, set()).add(name)
         return {group: frozenset(names) for group, names in groups.items()}
 
     def subscriptions(self) -> list[dict[str, Any]]:
         """Every subscription with its owner and its delivered/failed counters."""
-        return [s.snapshot() for subs, _ in self._subscribers.values() for s in subs]
+        return [s.snapshot() for subs, _, _ in self._subscribers.values() for s in subs]
 
     # -- delivering --------------------------------------------------------------------------------
 
     def _receive(self, event: Event) -> None:
-        subscriptions, identities = self._subscribers.get(event.name, _NO_SUBSCRIBERS)
-        if not subscriptions:
+        subscriptions, identities, count = self._subscribers.get(event.name, _NO_SUBSCRIBERS)
+        if not count:
             self._trace.open(event, identities)
             self._unanswered(event)
             return
-        # TraceRecord(event, identities), without the class call: this runs for every event.
+        # TraceRecord(event, identities), without the class call: this runs for every event
+        # (``publish`` repeats this for the in-process backend; change both together).
         record = _new_record(TraceRecord)
         record.event = event
         record.subscribers = identities
-        record.results = [None] * len(identities)
-        record.pending = len(identities)
+        record.results = [None] * count
+        record.pending = count
         record.started = perf_counter()
         record.seq = 0
         self._trace.keep(record)
@@ -354,18 +377,24 @@ class EventBusTool(BaseTool):
         try:
             while queue:
                 for _ in range(len(queue)):
-                    event, record, subscriptions, context, first = queue.popleft()
+                    event, record, subscriptions, context, index = queue.popleft()
                     last = len(subscriptions) - 1
-                    for index in range(first, last + 1):
+                    while True:  # index .. last; not a range(), which costs an object per event
                         own = context if index == last else context.copy()
                         coro = deliver(subscriptions[index], event, record, index)
                         try:
                             waiting = own.run(coro.send, None)
                         except StopIteration:
+                            if index == last:
+                                break
+                            index += 1
                             continue
                         except (KeyboardInterrupt, SystemExit):
                             raise
-                        except BaseException:  # noqa: S112 - cancelled itself; recorded by _deliver
+                        except BaseException:  # cancelled itself; recorded by _deliver
+                            if index == last:
+                                break
+                            index += 1
                             continue
                         # It waits: the rest goes to a new drainer, and this task carries it on.
                         if index < last:
@@ -381,15 +410,23 @@ class EventBusTool(BaseTool):
                 self._drainer = None
 
     async def _deliver(
-        self, subscription: Subscription, event: Event, record: TraceRecord, index: int
+        self,
+        subscription: Subscription,
+        event: Event,
+        record: TraceRecord,
+        index: int,
+        *,
+        inline: bool = False,
     ) -> Any:
         """Run one subscriber on one event; return what it returned (``None`` if it raised).
 
         Sets the context variables for the subscriber and leaves them set: this runs as a task
-        of its own, whose context copy ends with it. A caller awaiting it inline resets them.
+        of its own, whose context copy ends with it. A caller awaiting it ``inline`` has set them
+        itself (to reset them after), and they are not set twice.
         """
-        _event_var.set(event.id)
-        _identity_var.set(subscription.identity)
+        if not inline:
+            _event_var.set(event.id)
+            _identity_var.set(subscription.identity)
         started = perf_counter()
         outcome, error, result = _OK, None, None
         try:
@@ -427,12 +464,18 @@ class EventBusTool(BaseTool):
         finally:
             now = perf_counter()
             record.results[index] = (outcome, error, now - started)
-            record.pending -= 1
-            if record.pending == 0:
-                self._trace.complete(record, now)
+            record.pending = pending = record.pending - 1
+            if not pending:
+                trace = self._trace
+                if trace.listeners:
+                    trace.complete(record, now)
+                else:  # what complete() does without listeners, minus the call
+                    record.finished = now
+                    trace.seq = record.seq = trace.seq + 1
                 if self._replies:
                     self._unanswered(event)
-            self._tasks.pop(record if index == 0 else (record, index), None)  # _delivery_key
+            if self._tasks:  # empty while every subscriber finishes without waiting
+                self._tasks.pop(record if index == 0 else (record, index), None)  # _delivery_key
         return result
 
     async def _retry(self, subscription: Subscription, event: Event, failure: Exception) -> Any:
@@ -527,7 +570,7 @@ class EventBusTool(BaseTool):
             event_token = _event_var.set(event.id)
             identity_token = _identity_var.set(chosen[0].identity)
             try:
-                answers = [await self._deliver(chosen[0], event, record, 0)]
+                answers = [await self._deliver(chosen[0], event, record, 0, inline=True)]
             finally:
                 _identity_var.reset(identity_token)
                 _event_var.reset(event_token)
@@ -617,10 +660,10 @@ class EventBusTool(BaseTool):
         if self._broker is not None:
             return await self._broker.lag()
         report: dict[str, dict[str, dict[str, Any]]] = {}
-        for name, (subscriptions, _) in self._subscribers.items():
+        for name, (subscriptions, _, _) in self._subscribers.items():
             for subscription in subscriptions:
                 report.setdefault(name, {})[subscription.group] = {"pending": 0, "unread": 0}
-        groups = {(s.name, s.identity): s.group for subs, _ in self._subscribers.values() for s in subs}
+        groups = {(s.name, s.identity): s.group for subs, _, _ in self._subscribers.values() for s in subs}
         for key in list(self._tasks):
             record, index = key if isinstance(key, tuple) else (key, 0)
             if not isinstance(record, TraceRecord) or record.results[index] is not None:

@@ -64,6 +64,7 @@ import json
 import logging
 import time
 import uuid
+from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -90,6 +91,7 @@ from .redis_pipeline import AutoPipeline
 from .redis_settings import RedisBusSettings
 from .redis_wire import (
     Keys,
+    Received,
     ReplyKind,
     dead_letter_fields,
     dead_letter_view,
@@ -135,6 +137,49 @@ class _Reader:
     task: asyncio.Task[None] | None = None
 
 
+class _Slots:
+    """The concurrency bound: a counting semaphore whose uncontended take is a plain call, not a
+    coroutine (``asyncio.Semaphore.acquire`` is one, and is taken once per entry read)."""
+
+    __slots__ = ("free", "_waiters")
+
+    def __init__(self, size: int) -> None:
+        self.free = size
+        self._waiters: deque[asyncio.Future[None]] = deque()
+
+    def take_free(self) -> bool:
+        """Take a slot if one is free and nobody waits for one; whether it did."""
+        if self.free > 0 and not self._waiters:
+            self.free -= 1
+            return True
+        return False
+
+    async def take(self) -> None:
+        """Wait for a slot (first come, first served); a slot given to a waiter is passed on."""
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiters.append(waiter)
+        try:
+            await waiter
+        except asyncio.CancelledError:
+            if waiter.done() and not waiter.cancelled():
+                self.give()  # handed a slot, then cancelled: pass it on
+            raise
+        finally:
+            if not waiter.done() or waiter.cancelled():
+                try:
+                    self._waiters.remove(waiter)
+                except ValueError:
+                    pass
+
+    def give(self) -> None:
+        while self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)  # the slot goes straight to it
+                return
+        self.free += 1
+
+
 @dataclass(eq=False)
 class _Request:
     """A request of this process waiting for its replies."""
@@ -160,15 +205,17 @@ class RedisStreamsBackend:
         self.consumer = f"{process_label()}:{uuid.uuid4().hex[:6]}"
         self.inbox = self.keys.inbox(self.consumer)
         self._client = self._new_client(settings.connect_timeout)
-        self._pipeline = AutoPipeline(self._client)
+        self._pipeline = AutoPipeline(self._client, _bus_error)
         self._deliver: DeliverToGroup | None = None
         self._groups: LocalGroups = dict
         self._readers: dict[str, _Reader] = {}
         self._joined: set[tuple[str, str]] = set()  # (stream, group) pairs known to exist
         self._held: dict[tuple[str, str], dict[str, float]] = {}  # entries being handled here
         self._handlers: set[asyncio.Task[None]] = set()
+        # Acknowledgements queued and not yet answered: (stream, group, entry ids) per command.
+        self._settling: dict[asyncio.Future[Any], tuple[str, str, list[str]]] = {}
         self._chores: set[asyncio.Task[Any]] = set()
-        self._slots = asyncio.Semaphore(settings.concurrency)
+        self._slots = _Slots(settings.concurrency)
         self._requests: dict[str, _Request] = {}
         self._inbox_reader: _Reader | None = None
         self._maintenance: asyncio.Task[None] | None = None
@@ -229,20 +276,18 @@ class RedisStreamsBackend:
         await self._call(self._client.ping)
 
     def send(self, event: Event) -> Awaitable[None]:
-        return self._publish(event)
-
-    async def ping(self) -> bool:
-        """Whether Redis answers (the tool's health check)."""
-        await self._call(self._client.ping)
-        return True
-
-    async def _publish(self, event: Event) -> None:
+        """The ``XADD``'s future itself (its errors already the bus's): no coroutine per publish."""
         if self._closed:
             raise EventBusUnavailableError("the event bus has been shut down")
         fields = event_fields(event)
         stream = self.keys.stream(event.name)
         self._streams.add(stream)
-        await self._call(self._pipeline.submit, lambda pipe: pipe.xadd(stream, fields))
+        return self._pipeline.submit(lambda pipe: pipe.xadd(stream, fields))
+
+    async def ping(self) -> bool:
+        """Whether Redis answers (the tool's health check)."""
+        await self._call(self._client.ping)
+        return True
 
     def describe(self) -> str:
         return f"redis streams at {_redacted(self.settings.url)} (prefix {self.settings.prefix!r})"
@@ -396,20 +441,22 @@ class RedisStreamsBackend:
             failures, start = 0, "$"
             self._reachable()
             for stream, entries in response or ():
-                seen = await self._seen_marks(group, entries)
+                # Each entry decoded once, here: the marks lookup and the handling share the result.
+                received = [_received(fields) for _, fields in entries]
+                seen = await self._seen_marks(group, received)
                 for index, (entry_id, fields) in enumerate(entries):
-                    await self._dispatch(group, stream, entry_id, fields, deliveries=1, seen=seen[index])
+                    await self._dispatch(
+                        group, stream, entry_id, fields, 1, seen=seen[index], received=received[index]
+                    )
 
-    async def _seen_marks(
-        self, group: str, entries: list[tuple[str, Mapping[str, str] | None]]
-    ) -> list[bool | None]:
+    async def _seen_marks(self, group: str, received: list[Received | None]) -> list[bool | None]:
         """Whether ``group`` already handled each entry's event, for a whole read in one ``MGET``
         (instead of an ``EXISTS`` per entry); ``None`` where it is not known (dedup off, an entry
-        without an id, or Redis not answering: then each entry asks for itself)."""
-        unknown: list[bool | None] = [None] * len(entries)
+        that is not an event, or Redis not answering: then each entry asks for itself)."""
+        unknown: list[bool | None] = [None] * len(received)
         if not self._dedupes(group):
             return unknown
-        ids = [fields.get("id") if fields else None for _, fields in entries]
+        ids = [r.event.id if r is not None else None for r in received]
         keys = [self.keys.seen(group, event_id) for event_id in ids if event_id]
         if not keys:
             return unknown
@@ -427,22 +474,25 @@ class RedisStreamsBackend:
         fields: Mapping[str, str] | None,
         deliveries: int,
         seen: bool | None = None,
+        received: Received | None = None,
     ) -> None:
         """Start handling one entry (unless this process already is), within the concurrency bound."""
-        held = self._held.setdefault((stream, group), {})
+        held = self._held.get((stream, group))
+        if held is None:
+            held = self._held[(stream, group)] = {}
         if entry_id in held or fields is None or self._stop.is_set():
             return
         held[entry_id] = time.monotonic()
-        await self._slots.acquire()
+        if not self._slots.take_free():
+            await self._slots.take()
         if self._stop.is_set():  # stopped while waiting for a slot: leave the entry pending
             held.pop(entry_id, None)
-            self._slots.release()
+            self._slots.give()
             return
         task = asyncio.get_running_loop().create_task(
-            self._handle(group, stream, entry_id, fields, deliveries, seen)
+            self._handle(group, stream, entry_id, fields, deliveries, seen, received)
         )
-        self._handlers.add(task)
-        task.add_done_callback(self._handlers.discard)
+        self._handlers.add(task)  # dropped by the task itself as it ends (no done-callback per entry)
 
     # -- handling one entry ------------------------------------------------------------------------
 
@@ -454,13 +504,16 @@ class RedisStreamsBackend:
         fields: Mapping[str, str],
         deliveries: int,
         seen: bool | None = None,
+        received: Received | None = None,
     ) -> None:
+        settling = False  # the acknowledgement, once queued, releases the entry (_settled)
         try:
-            try:
-                received = read_event(fields)
-            except ValueError as exc:
-                await self._dead_letter(stream, group, entry_id, fields, {"event_bus": str(exc)}, 0)
-                return
+            if received is None:
+                try:
+                    received = read_event(fields)
+                except ValueError as exc:
+                    await self._dead_letter(stream, group, entry_id, fields, {"event_bus": str(exc)}, 0)
+                    return
             event, reply_to = received.event, received.reply_to
             only_group = fields.get("only_group")
             if only_group is not None and only_group != group:  # a dead letter replayed to another group
@@ -492,7 +545,7 @@ class RedisStreamsBackend:
                 await self._dead_letter(stream, group, entry_id, fields, {"event_bus": reason}, 0)
                 await self._reply(reply_to, event.id, group, ReplyKind.NONE, reason)
                 return
-            await self._run(group, stream, entry_id, fields, event, reply_to, deliveries)
+            settling = await self._run(group, stream, entry_id, fields, event, reply_to, deliveries)
         except asyncio.CancelledError:
             raise  # the bus is stopping: the entry stays pending and another process claims it
         except (RedisError, EventBusError, *_UNREACHABLE) as exc:
@@ -504,8 +557,12 @@ class RedisStreamsBackend:
                 exc,
             )
         finally:
-            self._held.get((stream, group), {}).pop(entry_id, None)
-            self._slots.release()
+            self._handlers.discard(asyncio.current_task())
+            if not settling:
+                held = self._held.get((stream, group))
+                if held is not None:
+                    held.pop(entry_id, None)
+                self._slots.give()
 
     async def _run(
         self,
@@ -516,10 +573,12 @@ class RedisStreamsBackend:
         event: Event,
         reply_to: str | None,
         deliveries: int = 1,
-    ) -> None:
+    ) -> bool:
+        """Run the group's handlers on the entry, retrying and dead-lettering it; True when it
+        ends with the entry's acknowledgement queued (:meth:`_settle`), which then releases it."""
         deliver = self._deliver
         if deliver is None:
-            return
+            return False
         only: frozenset[str] | None = None
         answer: Any = None
         attempts = max(0, deliveries - 1)  # runs before this delivery, as the stream counts them
@@ -528,15 +587,14 @@ class RedisStreamsBackend:
             attempts += 1
             outcome = await deliver(event, group, only)
             if outcome is None:  # nobody here subscribes any more: leave it to a process that does
-                return
+                return False
             if answer is None:
                 answer = outcome.answer
             if not outcome.failures:
                 if reply_to is not None:
                     await self._answer(reply_to, event.id, group, answer)
-                await self._settle(stream, group, entry_id, event.id)
-                self.counters["delivered"] += 1  # counted once acknowledged
-                return
+                self._settle(stream, group, entry_id, event.id)
+                return True
             failures = outcome.failures
             only = frozenset(failures)
             if attempts >= self.settings.max_attempts:
@@ -557,15 +615,45 @@ class RedisStreamsBackend:
             )
         await self._dead_letter(stream, group, entry_id, fields, failures, attempts)
         await self._reply(reply_to, event.id, group, ReplyKind.NONE, "its subscribers failed")
+        return False
 
-    async def _settle(self, stream: str, group: str, entry_id: str, event_id: str) -> None:
-        """Acknowledge a handled entry, and mark its event id handled for the group (one command
-        for every entry settled in the same round trip: ``AutoPipeline.settle``)."""
-        if not self._dedupes(group):
-            await self._call(self._pipeline.ack, stream, group, entry_id)
-            return
-        mark, ttl_ms = self.keys.seen(group, event_id), self.settings.dedup_ttl_seconds * 1000
-        await self._call(self._pipeline.settle, stream, group, entry_id, mark, ttl_ms)
+    def _settle(self, stream: str, group: str, entry_id: str, event_id: str) -> None:
+        """Queue the acknowledgement of a handled entry, and the mark of its event id handled for the
+        group (one command for every entry settled in the same round trip: ``AutoPipeline.settle``).
+
+        Nobody waits for it: the entries sharing the command are released (held, slot, counted
+        delivered) by one callback when Redis answers (:meth:`_settled`), rather than by a wake-up
+        of each entry's task."""
+        if self._dedupes(group):
+            mark, ttl_ms = self.keys.seen(group, event_id), self.settings.dedup_ttl_seconds * 1000
+            future = self._pipeline.settle(stream, group, entry_id, mark, ttl_ms)
+        else:
+            future = self._pipeline.ack(stream, group, entry_id)
+        batch = self._settling.get(future)
+        if batch is None:
+            batch = self._settling[future] = (stream, group, [])
+            future.add_done_callback(self._settled)
+        batch[2].append(entry_id)
+
+    def _settled(self, future: asyncio.Future[Any]) -> None:
+        stream, group, entry_ids = self._settling.pop(future)
+        error = future.exception() if not future.cancelled() else EventBusError("the bus stopped first")
+        if error is None:
+            self.counters["delivered"] += len(entry_ids)  # counted once acknowledged
+        else:
+            log.warning(
+                "event bus: could not settle entries %s of %s for group %s (%s); they will be delivered "
+                "again",
+                ", ".join(entry_ids),
+                stream,
+                group,
+                error,
+            )
+        held = self._held.get((stream, group))
+        for entry_id in entry_ids:
+            if held is not None:
+                held.pop(entry_id, None)
+            self._slots.give()
 
     async def _dead_letter(
         self,
@@ -593,7 +681,7 @@ class RedisStreamsBackend:
         log.error(
             "event bus: group %s gave up on %s (entry %s of %s) after %d attempt(s): %s",
             group,
-            fields.get("name"),
+            letter.get("name"),
             entry_id,
             stream,
             attempts,
@@ -770,7 +858,7 @@ class RedisStreamsBackend:
             log.warning(
                 "event bus: group %s claimed %s (entry %s of %s, delivery %d) left idle by its consumer",
                 group,
-                fields.get("name"),
+                self.keys.name_of(stream),
                 entry_id,
                 stream,
                 deliveries,
@@ -901,6 +989,8 @@ class RedisStreamsBackend:
         self._stop.set()
         await self._wake_and_settle(list(self._readers.values()))
         await _settle(list(self._handlers), DRAIN_SECONDS)
+        if self._settling:  # the acknowledgements of what they handled, which nobody awaits
+            await _settle([asyncio.ensure_future(self._pipeline.drain())], DRAIN_SECONDS)
 
     async def _wake_and_settle(self, readers: list[_Reader]) -> None:
         """Unblock the readers until they have all returned (a reader whose read had not yet reached
@@ -991,6 +1081,29 @@ return redis.call('XTRIM', KEYS[1], 'MINID', string.format('%d-%d', ms, seq))
 """
 """Trim ``KEYS[1]`` to its soft length ``ARGV[1]`` but never past ``ARGV[2]``, the oldest entry id a
 group still needs (empty: none is), looking at most at ``ARGV[3]`` entries."""
+
+
+def _bus_error(exc: BaseException) -> BaseException:
+    """The bus's error for one the client raised (what :meth:`RedisStreamsBackend._call` raises)."""
+    if isinstance(exc, _UNREACHABLE):
+        error: BaseException = EventBusUnavailableError(f"the event bus's Redis is unreachable: {exc}")
+    elif isinstance(exc, RedisError):
+        error = EventBusError(f"the event bus's Redis refused the operation: {exc}")
+    else:
+        return exc
+    error.__cause__ = exc
+    return error
+
+
+def _received(fields: Mapping[str, str] | None) -> Received | None:
+    """The event an entry read carries; ``None`` for one deleted meanwhile or no bus wrote (whose
+    handling then reads it again, and dead-letters it with the reason)."""
+    if fields is None:
+        return None
+    try:
+        return read_event(fields)
+    except ValueError:
+        return None
 
 
 def _successor(entry_id: str) -> str:

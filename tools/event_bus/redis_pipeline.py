@@ -23,6 +23,9 @@ log = logging.getLogger("keel.event_bus")
 Queue = Callable[[Any], Any]
 """Adds one command to a redis-py pipeline (``lambda pipe: pipe.xack(...)``)."""
 
+Translate = Callable[[BaseException], BaseException]
+"""Turns the client's error into the one a caller should see (the bus's own errors)."""
+
 SETTLE_SCRIPT = """
 local ttl = ARGV[2]
 for i = 2, #KEYS do redis.call('SET', KEYS[i], '1', 'PX', ttl) end
@@ -42,8 +45,12 @@ delivered again and skipped as duplicates, which is right, since their handlers 
 
 
 class AutoPipeline:
-    def __init__(self, client: Any) -> None:
+    """``translate`` is applied to every error a future gets, so a caller can await the future
+    itself rather than a coroutine wrapped around it to translate (two coroutines per command)."""
+
+    def __init__(self, client: Any, translate: Translate | None = None) -> None:
         self._client = client
+        self._translate: Translate = translate or _same
         self._queued: list[tuple[Queue, asyncio.Future[Any]]] = []
         self._flusher: asyncio.Task[None] | None = None
         self._acks: dict[tuple[str, str], tuple[list[str], asyncio.Future[Any]]] = {}
@@ -99,7 +106,8 @@ class AutoPipeline:
                 try:
                     replies: list[Any] = await pipe.execute(raise_on_error=False)
                 except asyncio.CancelledError:
-                    _fail(batch, ConnectionError("the event bus closed before Redis answered"))
+                    closed = ConnectionError("the event bus closed before Redis answered")
+                    _fail(batch, self._translate(closed))
                     raise
                 except Exception as exc:  # the connection failed: every command of the batch did
                     replies = [exc] * len(batch)
@@ -107,14 +115,19 @@ class AutoPipeline:
                     if future.done():
                         continue
                     if isinstance(reply, BaseException):
-                        future.set_exception(reply)
+                        future.set_exception(self._translate(reply))
                     else:
                         future.set_result(reply)
         finally:
             self._flusher = None
             if self._queued:  # cancelled with commands still waiting
                 queued, self._queued = self._queued, []
-                _fail(queued, ConnectionError("the event bus closed before the command was sent"))
+                error = ConnectionError("the event bus closed before the command was sent")
+                _fail(queued, self._translate(error))
+
+
+def _same(error: BaseException) -> BaseException:
+    return error
 
 
 def _fail(batch: list[tuple[Queue, asyncio.Future[Any]]], error: BaseException) -> None:

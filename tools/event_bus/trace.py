@@ -98,8 +98,10 @@ class TraceLog:
         self._records: deque[TraceRecord] = deque(maxlen=size)
         self.keep = self._records.append
         """Add a new record (what :meth:`open` does, minus the call, for the bus's hot path)."""
-        self._listeners: tuple[TraceListener, ...] = ()
-        self._seq = 0
+        # Public because the bus's per-event path completes a record itself when nobody listens
+        # (the same two steps as :meth:`complete`); change both together.
+        self.listeners: tuple[TraceListener, ...] = ()
+        self.seq = 0  # of the record completed last
         self.dropped_by_streams = 0
 
     @property
@@ -117,11 +119,11 @@ class TraceLog:
     def complete(self, record: TraceRecord, now: float | None = None) -> None:
         """Every subscriber is done (``now``: the ``perf_counter()`` of that moment, if at hand)."""
         record.finished = perf_counter() if now is None else now
-        self._seq += 1
-        record.seq = self._seq
-        if self._listeners:
+        self.seq += 1
+        record.seq = self.seq
+        if self.listeners:
             snapshot = record.as_dict()
-            for listener in self._listeners:
+            for listener in self.listeners:
                 try:
                     listener(snapshot)
                 except Exception:
@@ -130,10 +132,10 @@ class TraceLog:
     # -- listening -----------------------------------------------------------------------------
 
     def add_listener(self, listener: TraceListener) -> None:
-        self._listeners = (*self._listeners, listener)
+        self.listeners = (*self.listeners, listener)
 
     def remove_listener(self, listener: TraceListener) -> None:
-        self._listeners = tuple(x for x in self._listeners if x is not listener)
+        self.listeners = tuple(x for x in self.listeners if x is not listener)
 
     async def stream(
         self, after: int | None = None, *, backlog: int = 1000
@@ -155,7 +157,7 @@ class TraceLog:
 
         self.add_listener(enqueue)  # before the replay, so nothing completing meanwhile is missed
         try:
-            last = self._seq if after is None else after if after <= self._seq else 0
+            last = self.seq if after is None else after if after <= self.seq else 0
             for record in sorted((r for r in self._records if r.seq > last), key=lambda r: r.seq):
                 last = record.seq
                 yield record.as_dict()

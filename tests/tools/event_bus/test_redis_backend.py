@@ -485,3 +485,31 @@ async def test_bad_settings_fail_setup(monkeypatch: pytest.MonkeyPatch, name: st
     monkeypatch.setenv(name, value)
     with pytest.raises(ValueError, match=name):
         await EventBusTool().setup()
+
+
+async def test_the_concurrency_bound_hands_slots_over_in_order_and_passes_on_a_cancelled_one() -> None:
+    slots = redis_backend._Slots(1)
+    assert slots.take_free() and not slots.take_free()
+    order: list[str] = []
+
+    async def take(name: str) -> None:
+        await slots.take()
+        order.append(name)
+
+    first = asyncio.create_task(take("first"))
+    cancelled = asyncio.create_task(take("cancelled"))
+    last = asyncio.create_task(take("last"))
+    for _ in range(100):  # polled (bounded) until all three wait for a slot
+        if len(slots._waiters) == 3:
+            break
+        await asyncio.sleep(0)
+    assert len(slots._waiters) == 3
+    slots.give()  # to "first"
+    await first
+    slots.give()  # to "cancelled", cancelled before it runs: the slot goes on to "last"
+    cancelled.cancel()
+    await asyncio.gather(cancelled, return_exceptions=True)
+    await last
+    assert order == ["first", "last"]
+    slots.give()
+    assert slots.free == 1 and slots.take_free()

@@ -257,3 +257,34 @@ async def test_lag_per_group_counts_what_a_stopped_group_has_not_read(start_bus:
     lag = await publisher.lag()
     assert lag["mail.send"]["mailer"]["unread"] == 5
     assert lag["mail.send"]["mailer"]["pending"] == 0
+
+
+# -- handling entries ------------------------------------------------------------------------------
+
+
+async def test_a_waiting_handler_holds_up_no_other_entry_and_keeps_its_task(start_bus: StartBus) -> None:
+    """Entries are handled inline until one waits; that one goes on in a task of its own, from
+    start to end, and the entries read with it are handled meanwhile."""
+    consumer = await start_bus()
+    release = asyncio.Event()
+    handled: list[int] = []
+    tasks: dict[int, tuple[Any, Any]] = {}
+
+    async def handler(event: Event) -> None:
+        n = event.payload["n"]
+        before = asyncio.current_task()
+        if n == 0:
+            async with asyncio.timeout(5):  # a timeout needs the same task at its start and end
+                await release.wait()
+        tasks[n] = (before, asyncio.current_task())
+        handled.append(n)
+
+    await consumer.subscribe("job.run", handler, group="workers")
+    publisher = await start_bus()
+    await asyncio.gather(*(publisher.publish("job.run", {"n": n}) for n in range(5)))
+    await until(lambda: sorted(handled) == [1, 2, 3, 4])
+    assert 0 not in handled
+    release.set()
+    await until(lambda: broker(consumer).counters["delivered"] == 5)
+    assert handled[-1] == 0
+    assert all(before is after for before, after in tasks.values())

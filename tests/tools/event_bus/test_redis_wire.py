@@ -19,6 +19,8 @@ from tools.event_bus.redis_wire import (
     event_fields,
     process_label,
     read_event,
+    replayed_fields,
+    unpacked,
 )
 
 json_values = st.recursive(
@@ -55,6 +57,51 @@ def test_an_empty_parent_id_is_not_a_missing_one() -> None:
 def test_an_entry_no_bus_wrote_is_refused() -> None:
     with pytest.raises(ValueError, match="not an event entry"):
         read_event({"name": "x", "payload": "{"})
+
+
+def test_an_entry_packs_the_event_in_one_field() -> None:
+    """One field, so a reader's client parses two strings per entry rather than two per value."""
+    event = Event("ab12-10", "order.paid", freeze_json({"order": 1}), None, "shop.Orders.pay", 2.5)
+    assert list(event_fields(event)) == ["e"]
+
+
+def test_an_entry_with_one_field_per_value_is_still_read() -> None:
+    """What a bus before the packed layout wrote, and what a replayed dead letter is."""
+    event = Event("ab12-11", "order.paid", freeze_json({"order": 1}), "req-1", None, 3.0)
+    classic = dict(unpacked(event_fields(event, reply_to="inbox")))
+    assert classic == {
+        "id": "ab12-11",
+        "name": "order.paid",
+        "ts": "3.0",
+        "process": process_label(),
+        "parent": "req-1",
+        "reply_to": "inbox",
+        "payload": '{"order":1}',
+    }
+    assert read_event(classic) == (event, "inbox", process_label())
+
+
+def test_fields_beside_the_packed_ones_override_them() -> None:
+    event = Event("ab12-12", "order.paid", freeze_json({"order": 1}), None, None, 4.0)
+    edited = {**event_fields(event), "id": "ab12-12-fresh", "only_group": "billing"}
+    assert read_event(edited).event == event._replace(id="ab12-12-fresh")
+    assert unpacked(edited)["only_group"] == "billing"
+
+
+def test_a_replayed_dead_letter_is_the_original_event() -> None:
+    event = Event("ab12-13", "order.paid", freeze_json({"order": 1}), "req-1", "shop.Orders.pay", 5.0)
+    letter = dead_letter_fields(
+        event_fields(event),
+        stream_id="1-0",
+        group="billing",
+        failures={"billing.Charge.on_paid": "RuntimeError: declined"},
+        attempts=3,
+        failed_at=6.0,
+        consumer="h:1:ab",
+    )
+    replay = replayed_fields(letter)
+    assert read_event(replay).event == event
+    assert (replay["only_group"], replay["replayed_from"]) == ("billing", "1-0")
 
 
 def test_keys_live_under_the_prefix_without_colliding_with_event_names() -> None:
