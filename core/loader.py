@@ -41,11 +41,14 @@ def import_file(root: Path | str, path: Path | str, *, fresh: bool = False) -> M
     root_str = _absolute(root)
     path_str = _absolute(path)
     name = _name_within(root_str, path_str)
-    parts = name.split(".")
-    directory = root_str
-    for depth in range(1, len(parts)):
-        directory = os.path.join(directory, parts[depth - 1])
-        _ensure_package(".".join(parts[:depth]), directory)
+    directory = root_str.rstrip(os.sep)
+    package = ""
+    for part in name.split(".")[:-1]:
+        directory = f"{directory}{os.sep}{part}"
+        package = f"{package}.{part}" if package else part
+        current = sys.modules.get(package)  # the usual case, checked inline: boot imports every file
+        if current is None or getattr(current, "__path__", None) != [directory]:
+            _ensure_package(package, directory)
     existing = sys.modules.get(name)
     if existing is not None and not fresh and getattr(existing, "__file__", None) == path_str:
         return existing

@@ -203,7 +203,7 @@ class Registry:
         self, plugin_id: str, status: PluginStatus | str, error: str | None = None
     ) -> None:
         state = self._plugins[plugin_id]
-        state.status = PluginStatus(status)
+        state.status = status if type(status) is PluginStatus else PluginStatus(status)  # boot is hot
         state.error = error
 
     def set_plugin_degraded(self, plugin_id: str, reason: str | None) -> None:
