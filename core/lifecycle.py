@@ -42,7 +42,7 @@ PART_FAILURES = (Exception, SystemExit, KeyboardInterrupt)
 ``sys.exit()`` in an ``on_boot`` marks that plugin DEAD. Cancellation is not among them."""
 
 
-@dataclass
+@dataclass(slots=True)  # no __dict__ each: boot builds one per plugin
 class LoadedPlugin:
     """A constructed plugin and where it came from.
 

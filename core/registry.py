@@ -74,7 +74,7 @@ class PluginStatus(StrEnum):
     DEAD = "DEAD"
 
 
-@dataclass
+@dataclass(slots=True)  # no __dict__ each: boot builds one per plugin
 class ToolState:
     status: ToolStatus
     message: str | None = None
@@ -88,7 +88,7 @@ class ToolState:
     ``message``: "connection refused" says more than "health_check() returned False"."""
 
 
-@dataclass
+@dataclass(slots=True)  # no __dict__ each: boot builds one per plugin
 class PluginState:
     status: PluginStatus
     domain: str
