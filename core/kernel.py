@@ -40,6 +40,7 @@ from core.lifecycle import (
     TASKS_PARAMETER,
     LoadedPlugin,
     PluginLifecycle,
+    overrides,
 )
 from core.registry import Lifecycle, Registry
 from core.reloader import PluginHost, attach_plugin_host
@@ -92,7 +93,9 @@ class Kernel:
         if loop.get_exception_handler() is None:
             loop.set_exception_handler(self._loop_exception)
         lifecycle.tools = tools = self.discovery.discover_tools()
-        await asyncio.gather(*(lifecycle.setup_tool(tool, tool_timeout) for tool in tools))
+        await asyncio.gather(
+            *(lifecycle.setup_tool(tool, tool_timeout) for tool in tools if overrides(tool, "setup"))
+        )
         if not plugins:
             return
         await lifecycle.boot(
@@ -117,7 +120,7 @@ class Kernel:
         module, _ = self.discovery.import_module(path)
         if module is None:
             return []
-        domain = path.parent.parent.name
+        domain = path.parts[-3]  # domains/<domain>/plugins/<file>.py
         return [
             plugin
             for cls in self.discovery.plugin_classes(module)

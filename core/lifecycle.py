@@ -8,7 +8,6 @@ work that outlives its limit is abandoned, never waited for.
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import functools
 import inspect
 import logging
@@ -43,7 +42,7 @@ PART_FAILURES = (Exception, SystemExit, KeyboardInterrupt)
 ``sys.exit()`` in an ``on_boot`` marks that plugin DEAD. Cancellation is not among them."""
 
 
-@dataclass
+@dataclass(slots=True)  # no __dict__ each: boot builds one per plugin
 class LoadedPlugin:
     """A constructed plugin and where it came from.
 
@@ -146,17 +145,23 @@ class PluginLifecycle:
         if not plugins:
             return
         for plugin, reason in zip(plugins, await self.run_boot_hooks(plugins), strict=True):
-            await self.admit(plugin, reason)
+            if reason is None:
+                self.ready(plugin)  # what admit() does for a plugin that booted, without a coroutine each
+            else:
+                await self.admit(plugin, reason)
 
     async def admit(self, plugin: LoadedPlugin, reason: str | None) -> None:
         """Settle a new plugin once its ``on_boot`` ran: with no failure ``reason`` it is READY and
         serving, otherwise DEAD with what it registered released (at boot and at a live load alike)."""
         if reason is None:
-            self.plugins[plugin.plugin_id] = plugin
-            self.registry.update_plugin_status(plugin.plugin_id, PluginStatus.READY)
+            self.ready(plugin)
         else:
             self.registry.update_plugin_status(plugin.plugin_id, PluginStatus.DEAD, reason)
             await self.discard(plugin)
+
+    def ready(self, plugin: LoadedPlugin) -> None:
+        self.plugins[plugin.plugin_id] = plugin
+        self.registry.update_plugin_status(plugin.plugin_id, PluginStatus.READY)
 
     async def run_boot_hooks(self, plugins: list[LoadedPlugin]) -> list[str | None]:
         """Run every ``on_boot`` concurrently, all bounded by one ``PLUGIN_BOOT_TIMEOUT`` deadline;
@@ -170,15 +175,23 @@ class PluginLifecycle:
         loop = asyncio.get_running_loop()
         tasks: list[asyncio.Task[Any]] = []
         stats: list[StepStats] = []
-        for plugin in plugins:
-            context = contextvars.copy_context()
-            context.run(enter, plugin.owner, f"{plugin.plugin_id}.on_boot")
-            hook = plugin.instance.on_boot
-            # Creating the coroutine runs none of its code; a plain hook is moved to a thread.
-            work = hook() if is_coroutine_function(hook) else run_hook(hook)
-            stats.append(step_stats := StepStats())
-            where = f"{plugin.plugin_id}.on_boot()"
-            tasks.append(asyncio.create_task(guarded(work, where, step_stats), context=context))
+        # Each task copies the context it is created in: set the plugin's identity, create the
+        # task, and put the caller's values back once at the end (cheaper than a copy per plugin).
+        owner_token = current_plugin_var.set(None)
+        identity_token = current_identity_var.set(None)
+        try:
+            for plugin in plugins:
+                plugin_id = plugin.plugin_id
+                current_plugin_var.set(plugin.owner)
+                current_identity_var.set(f"{plugin_id}.on_boot")
+                hook = plugin.instance.on_boot
+                # Creating the coroutine runs none of its code; a plain hook is moved to a thread.
+                work = hook() if is_coroutine_function(hook) else run_hook(hook)
+                stats.append(step_stats := StepStats())
+                tasks.append(loop.create_task(guarded(work, f"{plugin_id}.on_boot()", step_stats)))
+        finally:
+            current_identity_var.reset(identity_token)
+            current_plugin_var.reset(owner_token)
         # One deadline for all, moved on by the time hooks held the loop in long steps: a hook
         # that blocks the loop for 20 s must not make the others, which could not run meanwhile,
         # miss the deadline. The blocker itself is blamed below.
@@ -352,6 +365,8 @@ class PluginLifecycle:
     async def complete_boot(self, tools: list[BaseTool]) -> None:
         """Every tool's ``on_boot_complete``, in order; one that fails is marked DEAD."""
         for tool in tools:
+            if not overrides(tool, "on_boot_complete"):
+                continue  # BaseTool's does nothing: no task, no timeout (boot is hot)
             await bounded(
                 tool.on_boot_complete(self.container),
                 self.tool_timeout,
@@ -425,14 +440,15 @@ async def bounded(
     return False
 
 
-def enter(owner: str, identity: str) -> None:
-    current_plugin_var.set(owner)
-    current_identity_var.set(identity)
-
-
 def discard_result(task: asyncio.Task[Any]) -> None:
     if not task.cancelled():
         task.exception()  # retrieved, so an abandoned hook's late failure is not reported as lost
+
+
+def overrides(tool: BaseTool, hook: str) -> bool:
+    """Whether ``tool`` has its own ``hook`` rather than :class:`BaseTool`'s, which does nothing."""
+    method = getattr(tool, hook)
+    return getattr(method, "__func__", None) is not getattr(BaseTool, hook)
 
 
 def is_coroutine_function(fn: Callable[..., Any]) -> bool:

@@ -74,7 +74,7 @@ class PluginStatus(StrEnum):
     DEAD = "DEAD"
 
 
-@dataclass
+@dataclass(slots=True)  # no __dict__ each: boot builds one per plugin
 class ToolState:
     status: ToolStatus
     message: str | None = None
@@ -88,7 +88,7 @@ class ToolState:
     ``message``: "connection refused" says more than "health_check() returned False"."""
 
 
-@dataclass
+@dataclass(slots=True)  # no __dict__ each: boot builds one per plugin
 class PluginState:
     status: PluginStatus
     domain: str
@@ -203,7 +203,7 @@ class Registry:
         self, plugin_id: str, status: PluginStatus | str, error: str | None = None
     ) -> None:
         state = self._plugins[plugin_id]
-        state.status = PluginStatus(status)
+        state.status = status if type(status) is PluginStatus else PluginStatus(status)  # boot is hot
         state.error = error
 
     def set_plugin_degraded(self, plugin_id: str, reason: str | None) -> None:
