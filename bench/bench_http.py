@@ -57,7 +57,8 @@ if {unbounded!r}:
 
     def unbounded_init(self, app, *args, **kwargs):
         kwargs["http"] = "httptools"
-        app = getattr(app, "app", app) if hasattr(app, "stopping") else app  # drop the shutdown guard
+        if hasattr(app, "stopping"):
+            app.stopping = None  # drop the shutdown guard
         plain_init(self, app, *args, **kwargs)
 
     uvicorn.Config.__init__ = unbounded_init
