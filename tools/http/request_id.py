@@ -101,9 +101,19 @@ class RequestIdMiddleware:
         self.app = app
         self.stopping = stopping
 
+    @property
+    def app(self) -> ASGIApp:
+        return self._app
+
+    @app.setter
+    def app(self, app: ASGIApp) -> None:
+        self._app = app
+        # Looked up once, not per request: the dispatcher adds the header to what it sends.
+        self._appending: HeaderAppendingApp | None = getattr(app, "call_appending", None)
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
-            await self.app(scope, receive, send)
+            await self._app(scope, receive, send)
             return
         request_id = None
         for name, value in scope["headers"]:
@@ -118,12 +128,11 @@ class RequestIdMiddleware:
         header = (REQUEST_ID_HEADER, request_id.encode("latin-1"))
         token = current_event_id_var.set(request_id)
         try:
-            app = self.app
-            appending = getattr(app, "call_appending", None)
-            if appending is not None:  # the dispatcher, which adds the header to what it sends
+            appending = self._appending
+            if appending is not None:
                 await appending(scope, receive, send, header)
             else:
-                await app(scope, receive, with_header(send, header))
+                await self._app(scope, receive, with_header(send, header))
         except asyncio.CancelledError:
             stopping = self.stopping
             if stopping is None or not stopping():
