@@ -58,6 +58,9 @@ from .request_id import REQUEST_ID_KEY, new_request_id
 
 JSON_HEADERS = (b"content-type", b"application/json")
 SSE_CONTROL_PARAMETERS = frozenset({"access_token", "last_event_id"})
+_KEPT_LENGTHS = 4096
+_LENGTH_HEADERS = [(b"content-length", str(size).encode("latin-1")) for size in range(_KEPT_LENGTHS)]
+"""The ``Content-Length`` header of a small body, made once rather than per response."""
 
 
 @dataclass(frozen=True)
@@ -374,7 +377,12 @@ def make_endpoint(  # noqa: C901  the per-request path is inlined in ``serve`` o
             return
         status, body, headers = outcome
         if status != 204 and status != 304:
-            headers.append((b"content-length", str(len(body)).encode("latin-1")))
+            size = len(body)
+            headers.append(
+                _LENGTH_HEADERS[size]
+                if size < _KEPT_LENGTHS
+                else (b"content-length", str(size).encode("latin-1"))
+            )
         if extra is not None:
             headers.append(extra)
         noted[0] = status
