@@ -3,10 +3,12 @@
 Four servers: Keel as shipped (with the client bounds of ``tools/http/bounds.py``), Keel with the
 bounds taken out (uvicorn's plain httptools protocol and no shutdown guard: "before the bounds"),
 a bare FastAPI app and a bare ASGI callable. All run in their own process on loopback with the
-same uvicorn settings (uvloop, httptools, one worker, access log off, lifespan off) and serve the
-same route, ``GET /hello`` answering ``{"message": "hello"}``: Keel as a booted Kernel on a
-generated project root (the http, logger and registry tools, the system domain and one demo
-plugin). ``wrk`` (``-t1 -c50 -d3s --latency``) loads them in alternating runs after a warm-up;
+same uvicorn settings (uvloop, httptools, one worker, access log off, lifespan off, no proxy
+headers: Keel reads them only from ``HTTP_TRUSTED_PROXIES``, unset here) and serve the same
+route, ``GET /hello`` answering ``{"message": "hello"}``: Keel as a booted Kernel on a generated
+project root (the http, logger and registry tools, the system domain and one demo plugin). The
+bare ASGI callable does the work an endpoint must and no more: it serialises the answer per
+request. ``wrk`` (``-t1 -c50 -d3s --latency``) loads them in alternating runs after a warm-up;
 the medians are printed as ``name: value unit`` lines.
 
 ``wrk`` comes from Debian's package; when it is missing and this runs as root with apt-get, the
@@ -57,7 +59,8 @@ if {unbounded!r}:
 
     def unbounded_init(self, app, *args, **kwargs):
         kwargs["http"] = "httptools"
-        app = getattr(app, "app", app) if hasattr(app, "stopping") else app  # drop the shutdown guard
+        if hasattr(app, "stopping"):
+            app.stopping = None  # drop the shutdown guard
         plain_init(self, app, *args, **kwargs)
 
     uvicorn.Config.__init__ = unbounded_init
@@ -67,19 +70,21 @@ sys.exit(Kernel({root!r}).run())
 
 ASGI_MAIN = """
 import uvicorn
-
-BODY = b'{{"message":"hello"}}'
-HEADERS = [(b"content-type", b"application/json"), (b"content-length", str(len(BODY)).encode())]
+from pydantic_core import to_json
 
 
 async def app(scope, receive, send):
-    await send({{"type": "http.response.start", "status": 200, "headers": HEADERS}})
-    await send({{"type": "http.response.body", "body": BODY}})
+    # The work any endpoint does per request, with Keel's own serialiser: the answer serialised
+    # and its length measured, not bytes prepared once.
+    body = to_json({{"message": "hello"}})
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    await send({{"type": "http.response.start", "status": 200, "headers": headers}})
+    await send({{"type": "http.response.body", "body": body}})
 
 
 config = uvicorn.Config(
     app, host="127.0.0.1", port={port}, loop="uvloop", http="httptools",
-    access_log=False, lifespan="off", log_level="warning",
+    access_log=False, lifespan="off", log_level="warning", proxy_headers=False,
 )
 uvicorn.Server(config).run()
 """
@@ -99,7 +104,7 @@ async def hello():
 
 config = uvicorn.Config(
     app, host="127.0.0.1", port={port}, loop="uvloop", http="httptools",
-    access_log=False, lifespan="off", log_level="warning",
+    access_log=False, lifespan="off", log_level="warning", proxy_headers=False,
 )
 uvicorn.Server(config).run()
 """

@@ -88,6 +88,8 @@ class _Table:
         self.entries = _merged([_Entry(route, _kind(route)) for route in self.routes])
         self.exact: dict[tuple[str, str], KeelRoute] = {}
         self.handlers = _Handlers(app)
+        # What every request served here adds to its scope, as FastAPI's router and middleware do.
+        self.scope_items = {"app": app, "starlette.exception_handlers": self.handlers.scope_value}
         if not self.enabled:
             return
         for entry in self.entries:
@@ -280,20 +282,19 @@ class Dispatcher:
         previous = scope.get("path_params")
         if previous:  # what FastAPI does: the parameters a mount above matched stay
             params = {**previous, **params}
-        scope["app"] = app
+        scope.update(table.scope_items)
         if "router" not in scope:
             scope["router"] = app.router
         scope["endpoint"] = route.endpoint
         scope["path_params"] = params
         scope["route"] = route
-        scope["starlette.exception_handlers"] = table.handlers.scope_value
         # What KeelRoute.handle does for a full match, then FastAPI's middleware for an escape.
         route.in_flight += 1
         noted = [0]  # the status, once the response starts
         started = perf_counter()
         escaped: Exception | None = None
+        status_app = route.status_app
         try:
-            status_app = route.status_app
             if status_app is not None:
                 await status_app(scope, receive, send, noted, header)
             else:

@@ -58,6 +58,9 @@ from .request_id import REQUEST_ID_KEY, new_request_id
 
 JSON_HEADERS = (b"content-type", b"application/json")
 SSE_CONTROL_PARAMETERS = frozenset({"access_token", "last_event_id"})
+_KEPT_LENGTHS = 4096
+_LENGTH_HEADERS = [(b"content-length", str(size).encode("latin-1")) for size in range(_KEPT_LENGTHS)]
+"""The ``Content-Length`` header of a small body, made once rather than per response."""
 
 
 @dataclass(frozen=True)
@@ -170,16 +173,29 @@ def _parse_query_model(query: dict[str, Any], query_model: type[BaseModel]) -> d
         raise invalid_input(f"invalid query parameters: {names}", fields) from None
 
 
-def make_request_reader(
-    spec: EndpointSpec, gate: AuthGate, max_body: int
-) -> Callable[[Scope, Receive, str], Awaitable[tuple[dict[str, Any], dict[str, Any]]]]:
-    """Builds ``read(scope, receive, request_id) -> (data, context)`` for one endpoint."""
+Begin = Callable[[Scope, str], tuple[dict[str, Any], dict[str, Any], dict[str, str], dict[str, Any]]]
+Finish = Callable[
+    [Scope, Receive, dict[str, Any], dict[str, Any], dict[str, str], dict[str, Any]], Awaitable[None]
+]
+
+
+def make_request_parts(spec: EndpointSpec, gate: AuthGate, max_body: int) -> tuple[Begin, Finish, bool]:
+    """The request reader in two parts, so a request needing nothing awaited costs no coroutine.
+
+    ``begin(scope, request_id)`` gives ``(data, context, headers, query)`` with ``data`` holding
+    the path parameters only; ``finish(scope, receive, data, context, headers, query)`` does the
+    rest (identity, query model, query and body into ``data``). The flag says whether ``finish``
+    must always run; else it must only when :func:`has_body` says so of the headers, and without it
+    the query alone is merged into ``data`` (``merge_query``).
+    """
     auth = spec.auth
     request_model = spec.request_model
     query_model = spec.query_model
     sse = spec.sse
 
-    async def read(scope: Scope, receive: Receive, request_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    def begin(
+        scope: Scope, request_id: str
+    ) -> tuple[dict[str, Any], dict[str, Any], dict[str, str], dict[str, Any]]:
         headers: dict[str, str] = {}
         for name, value in scope["headers"]:  # a loop is faster than a comprehension on 3.11
             headers[name.decode("latin-1")] = value.decode("latin-1")
@@ -195,13 +211,23 @@ def make_request_reader(
             "identity": None,
             "query": query,
         }
+        path_params = scope.get("path_params")
+        data: dict[str, Any] = dict(path_params) if path_params else {}
+        return data, context, headers, query
+
+    async def finish(
+        scope: Scope,
+        receive: Receive,
+        data: dict[str, Any],
+        context: dict[str, Any],
+        headers: dict[str, str],
+        query: dict[str, Any],
+    ) -> None:
         if auth:
             token = bearer_token(headers)
             if token is None and sse:
                 token = scope.get(ACCESS_TOKEN_KEY)  # lifted out of the query by the middleware
             context["identity"] = await gate.identify(auth, token)
-        path_params = scope.get("path_params")
-        data: dict[str, Any] = dict(path_params) if path_params else {}
         if sse and query:
             query = {k: v for k, v in query.items() if k not in SSE_CONTROL_PARAMETERS}
         if query_model is not None:
@@ -222,6 +248,31 @@ def make_request_reader(
                 _merge(data, fields, "body", dict.fromkeys(query, "query"))
             if model is not None:
                 context["model"] = model
+
+    return begin, finish, bool(auth) or sse or query_model is not None or request_model is not None
+
+
+def has_body(headers: Mapping[str, str]) -> bool:
+    """Whether the request's headers announce a body (which ``finish`` reads)."""
+    length = headers.get("content-length")
+    return (length is not None and length != "0") or "transfer-encoding" in headers
+
+
+def merge_query(data: dict[str, Any], query: dict[str, Any]) -> None:
+    """What ``finish`` does with the query of a request with nothing else to read."""
+    if query:
+        _merge(data, query, "query", {})
+
+
+def make_request_reader(
+    spec: EndpointSpec, gate: AuthGate, max_body: int
+) -> Callable[[Scope, Receive, str], Awaitable[tuple[dict[str, Any], dict[str, Any]]]]:
+    """Builds ``read(scope, receive, request_id) -> (data, context)`` for one endpoint."""
+    begin, finish, _ = make_request_parts(spec, gate, max_body)
+
+    async def read(scope: Scope, receive: Receive, request_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
+        data, context, headers, query = begin(scope, request_id)
+        await finish(scope, receive, data, context, headers, query)
         return data, context
 
     return read
@@ -259,9 +310,11 @@ def make_endpoint_app(spec: EndpointSpec, gate: AuthGate, max_body: int) -> ASGI
     return make_endpoint(spec, gate, max_body)[0]
 
 
-def make_endpoint(spec: EndpointSpec, gate: AuthGate, max_body: int) -> tuple[ASGIApp, StatusApp]:
+def make_endpoint(  # noqa: C901  the per-request path is inlined in ``serve`` on purpose
+    spec: EndpointSpec, gate: AuthGate, max_body: int
+) -> tuple[ASGIApp, StatusApp]:
     """The ASGI callable serving one JSON endpoint, and the same as a :data:`StatusApp`."""
-    read = make_request_reader(spec, gate, max_body)
+    begin, finish, always_finish = make_request_parts(spec, gate, max_body)
     handler = spec.handler
     identity = spec.identity
     is_async = inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(
@@ -292,14 +345,23 @@ def make_endpoint(spec: EndpointSpec, gate: AuthGate, max_body: int) -> tuple[AS
         token = current_identity_var.set(identity)
         outcome: Problem | Response
         try:
-            data, context = await read(scope, receive, request_id)
+            data, context, asked, query = begin(scope, request_id)
+            if always_finish or has_body(asked):
+                await finish(scope, receive, data, context, asked, query)
+            elif query:
+                merge_query(data, query)
             if is_async:
                 result = await handler(data, context)
             else:
                 result = await run_in_threadpool(handler, data, context)
                 if inspect.isawaitable(result):
                     result = await result
-            outcome = encode(result)
+            if result is None:
+                outcome = empty_status, b"", []
+            elif adapter is None and not isinstance(result, Response):
+                outcome = default_status, to_json(result), [JSON_HEADERS]  # encode(), inlined
+            else:
+                outcome = encode(result)
         except ClientDisconnect:
             return
         except Exception as exc:
@@ -315,7 +377,12 @@ def make_endpoint(spec: EndpointSpec, gate: AuthGate, max_body: int) -> tuple[AS
             return
         status, body, headers = outcome
         if status != 204 and status != 304:
-            headers.append((b"content-length", str(len(body)).encode("latin-1")))
+            size = len(body)
+            headers.append(
+                _LENGTH_HEADERS[size]
+                if size < _KEPT_LENGTHS
+                else (b"content-length", str(size).encode("latin-1"))
+            )
         if extra is not None:
             headers.append(extra)
         noted[0] = status

@@ -37,8 +37,9 @@ A request cut off by the end of the shutdown grace period is a 503 with ``Retry-
 Requests for the endpoints and pages registered here skip FastAPI's middleware and router: the
 dispatcher (``dispatch.py``) in front of the FastAPI app matches them by FastAPI's own rules and
 serves them directly, and hands everything else (the docs, event streams, unknown paths) to FastAPI.
-The layers a request crosses: ``CutOffAnswer`` (``server.py``), ``RequestIdMiddleware``, the server
-spans once telemetry is on (``server_spans.py``), the dispatcher, then the route or FastAPI.
+The layers a request crosses: ``RequestIdMiddleware`` (which also answers a request cut off by the
+shutdown), the server spans once telemetry is on (``server_spans.py``), the dispatcher, then the
+route or FastAPI.
 
 uvicorn runs with httptools when installed, without lifespan events (the kernel owns the
 lifecycle) and without its own signal handlers (the kernel sets ``stop`` on SIGINT/SIGTERM).
@@ -83,7 +84,7 @@ from .request_id import REQUEST_ID_KEY, RequestIdMiddleware
 from .route_metrics import RouteMetrics
 from .route_order import check_owner, ordered, shadowing
 from .routes import KeelRoute
-from .server import HTTP_PROTOCOL, CutOffAnswer, KeelServer, bind_socket, is_loopback, url_of
+from .server import HTTP_PROTOCOL, KeelServer, bind_socket, is_loopback, url_of
 from .sse import DEFAULT_FLUSH_SECONDS, Closer, StreamTracker, make_sse_app
 
 try:
@@ -392,8 +393,9 @@ class HttpTool(BaseTool):
             raise error from exc
         bounds = self.bounds
         server: KeelServer | None = None
+        self.asgi.stopping = lambda: server is not None and server.should_exit
         config = uvicorn.Config(
-            CutOffAnswer(self.asgi, lambda: server is not None and server.should_exit, REQUEST_ID_KEY),
+            self.asgi,
             host=self.host,
             port=sock.getsockname()[1],
             log_config=None,

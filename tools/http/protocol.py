@@ -125,6 +125,15 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
             return
         self._unset_keepalive_if_required()
         limit = self.bounds.max_header_bytes
+        if self._in_head and data:
+            size = self._head_bytes + len(data)
+            if size <= limit and not self.transport.is_closing():
+                # The usual case, what the loop below does in one step: all of ``data`` fits in
+                # what is left of the head's allowance, so it is fed as it is.
+                self._head_bytes = size
+                if self._feed(data) and (self._head_bytes or not self._in_head):
+                    self._arm_timers()  # (a request that came whole, the usual case, needs none)
+                return
         while data and not self.transport.is_closing():
             if self._in_head:
                 room = limit - self._head_bytes
@@ -142,6 +151,9 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
                 piece, data = data, b""
             if not self._feed(piece):
                 return
+        self._arm_timers()
+
+    def _arm_timers(self) -> None:
         # Timers only for what is still on its way, so a request arriving whole (the usual case)
         # arms none: a partial head has header_timeout to complete, a partial body body_timeout.
         if self._in_head:

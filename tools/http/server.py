@@ -12,10 +12,10 @@ import asyncio
 import contextlib
 import ipaddress
 import socket
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import uvicorn
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import Send
 
 from core.errors import ErrorKind
 
@@ -87,44 +87,32 @@ def is_loopback(host: str) -> bool:
     return address.is_loopback
 
 
-class CutOffAnswer:
-    """Outermost ASGI layer: a request cut off by the end of the shutdown grace period is a 503.
+async def answer_cut_off(send: Send, request_id: str | None) -> None:
+    """Answer a request cut off by the end of the shutdown grace period: 503 with ``Retry-After``.
 
     When the grace period runs out uvicorn cancels the requests still running, and answers the ones
-    that had not started responding with a 500. ``stopping()`` tells a cancellation by shutdown from
-    any other; such a request gets 503 with ``Retry-After`` (another instance, or this one restarted,
-    can take it) and the error envelope instead.
+    that had not started responding with a 500. The outermost layer (``RequestIdMiddleware``, told
+    by ``serve`` when the server is stopping) tells a cancellation by shutdown from any other and
+    calls this instead: another instance, or this one restarted, can take the request.
     """
-
-    def __init__(self, app: ASGIApp, stopping: Callable[[], bool], request_id_key: str) -> None:
-        self.app = app
-        self.stopping = stopping
-        self.request_id_key = request_id_key
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        try:
-            await self.app(scope, receive, send)
-        except asyncio.CancelledError:
-            if scope["type"] != "http" or not self.stopping():
-                raise
-            body = envelope(
-                ErrorKind.UNAVAILABLE,
-                "the server is shutting down and could not finish this request; retry it",
-                scope.get(self.request_id_key),
-            )
-            try:
-                await send(
-                    {
-                        "type": "http.response.start",
-                        "status": 503,
-                        "headers": [
-                            (b"content-type", b"application/json"),
-                            (b"content-length", str(len(body)).encode()),
-                            (b"retry-after", b"1"),
-                            (b"connection", b"close"),
-                        ],
-                    }
-                )
-                await send({"type": "http.response.body", "body": body})
-            except RuntimeError:  # the response had already started: nothing else can be said
-                raise asyncio.CancelledError from None
+    body = envelope(
+        ErrorKind.UNAVAILABLE,
+        "the server is shutting down and could not finish this request; retry it",
+        request_id,
+    )
+    try:
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 503,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(body)).encode()),
+                    (b"retry-after", b"1"),
+                    (b"connection", b"close"),
+                ],
+            }
+        )
+        await send({"type": "http.response.body", "body": body})
+    except RuntimeError:  # the response had already started: nothing else can be said
+        raise asyncio.CancelledError from None

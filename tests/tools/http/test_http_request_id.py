@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
+import uuid
 from typing import Any
 
 import pytest
+from starlette.types import Message, Receive, Scope, Send
 
 from tests.tools.http.http_kit import client, make_http
-from tools.http.request_id import accepted_request_id
+from tools.http.request_id import RequestIdMiddleware, accepted_request_id, new_request_id
 
 
 async def echo(data: dict[str, Any], context: dict[str, Any]) -> str:
@@ -59,3 +62,42 @@ async def test_error_responses_carry_the_id_too(monkeypatch: pytest.MonkeyPatch)
     assert response.status_code == 404
     assert response.headers["x-request-id"] == "lost-1"
     assert response.json()["error"]["request_id"] == "lost-1"
+
+
+def test_generated_ids_are_uuid4_hex() -> None:
+    ids = [new_request_id() for _ in range(600)]  # more than one batch
+    assert len(set(ids)) == len(ids)
+    for value in ids:
+        parsed = uuid.UUID(hex=value)
+        assert parsed.hex == value and parsed.version == 4 and parsed.variant == uuid.RFC_4122
+
+
+async def cancelled(scope: Scope, receive: Receive, send: Send) -> None:
+    raise asyncio.CancelledError
+
+
+async def run(app: RequestIdMiddleware) -> list[Message]:
+    sent: list[Message] = []
+
+    async def receive() -> Message:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: Message) -> None:
+        sent.append(message)
+
+    scope = {"type": "http", "method": "GET", "path": "/x", "headers": [(b"x-request-id", b"r-1")]}
+    await app(scope, receive, send)
+    return sent
+
+
+async def test_a_request_cut_off_by_the_shutdown_is_a_503() -> None:
+    sent = await run(RequestIdMiddleware(cancelled, stopping=lambda: True))
+    assert sent[0]["status"] == 503
+    assert (b"retry-after", b"1") in sent[0]["headers"]
+    assert b'"request_id":"r-1"' in sent[1]["body"]
+
+
+@pytest.mark.parametrize("stopping", [None, lambda: False])
+async def test_another_cancellation_goes_on(stopping: Any) -> None:
+    with pytest.raises(asyncio.CancelledError):
+        await run(RequestIdMiddleware(cancelled, stopping=stopping))
