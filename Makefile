@@ -17,10 +17,11 @@ run: $(STAMP)
 	PLUGINS_WATCH=$${PLUGINS_WATCH:-1} $(BIN)/python main.py
 
 # Under coverage (the [tool.coverage.*] settings of pyproject.toml, Keel processes the tests start
-# included), failing below the floor: just under the suite's measured total (93.25% when it was set,
-# without the browser), so a change that drops tests or adds untested code shows. `make test COVERAGE=` runs without it (for a subset, which would fall under the
-# floor); after a run, `.venv/bin/coverage report` or `coverage html` show where the gaps are.
-COVERAGE_FLOOR := 93
+# included), failing below the floor: just under the suite's measured total (94.74% on a clean
+# clone with the browser when it was set), so a change that drops tests or adds untested code
+# shows. `make test COVERAGE=` runs without it (for a subset, which would fall under the floor);
+# after a run, `.venv/bin/coverage report` or `coverage html` show where the gaps are.
+COVERAGE_FLOOR := 94
 COVERAGE ?= --cov --cov-report= --cov-fail-under=$(COVERAGE_FLOOR)
 
 test: $(STAMP)
