@@ -255,6 +255,7 @@
 
   async function poll() {
     clearTimeout(pollTimer);
+    const generation = auth.generation; // a refusal of an older token is no reason to ask again
     let status, health, metrics;
     try {
       [status, health, metrics] = await Promise.all([
@@ -269,7 +270,7 @@
       }
     } catch (error) {
       if (error instanceof AuthError) {
-        await auth.required(error);
+        if (generation === auth.generation) await auth.required(error);
         pollNow();
         return;
       }
