@@ -256,17 +256,9 @@ class Dispatcher:
     ) -> None:
         """Serve the request, adding ``header`` (if any) last to the response's headers: what the
         request-id layer in front calls instead of wrapping ``send`` for its header."""
-        # find() and table() inlined: this runs for every request.
-        table = self._table
+        # find() inlined (this runs for every request); table() keeps the one staleness rule.
+        table = self.table()
         app = self.app
-        routes = app.router.routes
-        if (
-            table is None
-            or table.routes is not routes
-            or table.count != len(routes)
-            or table.middleware != len(app.user_middleware)
-        ):
-            table = self.table()
         if not table.enabled or scope["type"] != "http" or scope.get("root_path"):
             await app(scope, receive, send if header is None else with_header(send, header))
             return
