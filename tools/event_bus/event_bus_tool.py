@@ -75,10 +75,9 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import types
 import uuid
 from collections import deque
-from collections.abc import AsyncGenerator, Coroutine, Generator
+from collections.abc import AsyncGenerator
 from contextvars import Context, copy_context
 from time import perf_counter, time
 from typing import Any
@@ -94,6 +93,7 @@ from .backend import BrokerBackend, EventBackend, GroupOutcome, InProcessBackend
 from .errors import EventBusError, EventNoReplyError, EventPayloadError, EventRequestTimeout
 from .events import Event, Handler, Subscription, default_group
 from .factory import make_backend
+from .inline_tasks import carry_on, yield_once
 from .payload import freeze_json, to_json
 from .redis_settings import MAX_BACKOFF_MS
 from .redis_wire import process_label
@@ -366,10 +366,12 @@ class EventBusTool(BaseTool):
         most subscribers finish without ever waiting, so this task runs each one's coroutine
         itself, in the subscriber's own copy of the publisher's context. When one waits, this task
         hands the rest of the queue to a new drainer and becomes that subscriber's task
-        (:func:`_carry_on`), so a slow subscriber never holds up the others and every delivery
-        runs in a single task from its start to its end (which ``asyncio.current_task()`` users —
-        timeouts, task groups, the db tool's transactions — rely on). Each pass takes only what
-        was queued when it began, so subscribers publishing in turn cannot starve the loop.
+        (:func:`~tools.event_bus.inline_tasks.carry_on`), so a slow subscriber never holds up the
+        others and every delivery runs in a single task from its start to its end (which
+        ``asyncio.current_task()`` users — timeouts, task groups, the db tool's transactions — rely
+        on). Each pass takes only what was queued when it began, so subscribers publishing in turn
+        cannot starve the loop. The Redis backend runs its deliveries the same way, through
+        :class:`~tools.event_bus.inline_tasks.InlineTasks`.
         """
         queue = self._queue
         deliver = self._deliver
@@ -401,10 +403,10 @@ class EventBusTool(BaseTool):
                             queue.appendleft((event, record, subscriptions, context, index + 1))
                         self._drainer = _get_running_loop().create_task(self._drain()) if queue else None
                         self._tasks[_delivery_key(record, index)] = me  # type: ignore[assignment]
-                        await _carry_on(coro, own, waiting)
+                        await carry_on(coro, own, waiting)
                         return
                 if queue:
-                    await _yield_once()
+                    await yield_once()
         finally:
             if self._drainer is me:
                 self._drainer = None
@@ -691,35 +693,3 @@ def _delivery_key(record: TraceRecord, index: int) -> object:
     """The key of a delivery in flight: its record alone for the first (or only) subscriber, which
     spares the common case a tuple, else (record, index)."""
     return record if index == 0 else (record, index)
-
-
-@types.coroutine
-def _carry_on(coro: Coroutine[Any, Any, Any], context: Context, waiting: Any) -> Generator[Any, Any, Any]:
-    """Go on running ``coro`` — started elsewhere, now waiting on ``waiting`` — in this task and
-    in ``context``: what a task of its own would do, step for step.
-
-    Each thing it waits on goes to the task as it is, and the task's answer (a wake-up, or an
-    exception thrown in, such as a cancellation) goes back to it."""
-    send, throw, run = coro.send, coro.throw, context.run
-    while True:
-        try:
-            value = yield waiting
-        except GeneratorExit:
-            coro.close()
-            raise
-        except BaseException as exc:
-            try:
-                waiting = run(throw, exc)
-            except StopIteration as stop:
-                return stop.value
-        else:
-            try:
-                waiting = run(send, value)
-            except StopIteration as stop:
-                return stop.value
-
-
-@types.coroutine
-def _yield_once() -> Generator[None, None, None]:
-    """Let the loop run whatever else is ready (``asyncio.sleep(0)`` without its call)."""
-    yield

@@ -86,6 +86,7 @@ from .errors import (
     EventRequestTimeout,
 )
 from .events import Event
+from .inline_tasks import InlineTasks
 from .payload import freeze_json, to_json
 from .redis_pipeline import AutoPipeline
 from .redis_settings import RedisBusSettings
@@ -211,7 +212,8 @@ class RedisStreamsBackend:
         self._readers: dict[str, _Reader] = {}
         self._joined: set[tuple[str, str]] = set()  # (stream, group) pairs known to exist
         self._held: dict[tuple[str, str], dict[str, float]] = {}  # entries being handled here
-        self._handlers: set[asyncio.Task[None]] = set()
+        self._handlers: set[asyncio.Task[Any]] = set()  # the tasks the handlers run in
+        self._handling = InlineTasks(self._handlers, "keel-bus-handler")
         # Acknowledgements queued and not yet answered: (stream, group, entry ids) per command.
         self._settling: dict[asyncio.Future[Any], tuple[str, str, list[str]]] = {}
         self._chores: set[asyncio.Task[Any]] = set()
@@ -489,10 +491,8 @@ class RedisStreamsBackend:
             held.pop(entry_id, None)
             self._slots.give()
             return
-        task = asyncio.get_running_loop().create_task(
-            self._handle(group, stream, entry_id, fields, deliveries, seen, received)
-        )
-        self._handlers.add(task)  # dropped by the task itself as it ends (no done-callback per entry)
+        # No task per entry: most handlers finish without waiting (InlineTasks).
+        self._handling.start(self._handle(group, stream, entry_id, fields, deliveries, seen, received))
 
     # -- handling one entry ------------------------------------------------------------------------
 
@@ -508,6 +508,8 @@ class RedisStreamsBackend:
     ) -> None:
         settling = False  # the acknowledgement, once queued, releases the entry (_settled)
         try:
+            if self._stop.is_set():  # stopped before it started: the entry stays pending
+                return
             if received is None:
                 try:
                     received = read_event(fields)
@@ -557,7 +559,6 @@ class RedisStreamsBackend:
                 exc,
             )
         finally:
-            self._handlers.discard(asyncio.current_task())
             if not settling:
                 held = self._held.get((stream, group))
                 if held is not None:

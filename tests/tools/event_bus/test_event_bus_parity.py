@@ -6,6 +6,7 @@ request/reply, and lag per group.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import os
 import time
 from collections.abc import AsyncIterator, Callable
@@ -265,3 +266,21 @@ async def test_subscribers_publishing_in_turn_do_not_starve_the_loop(bus: EventB
     stop.set()
     await other
     assert hops[:50] == list(range(50))
+
+
+_leaky: contextvars.ContextVar[int | None] = contextvars.ContextVar("leaky", default=None)
+
+
+async def test_what_one_delivery_sets_in_its_context_no_other_sees(bus: EventBusTool) -> None:
+    """Deliveries that share a running task (those that never wait) still each get their own
+    context: a variable one sets is unset in the next."""
+    seen: list[int | None] = []
+
+    async def sets_it(event: Event) -> None:
+        seen.append(_leaky.get())
+        _leaky.set(event.payload["n"])
+
+    await bus.subscribe("ctx", sets_it, group="ctx")
+    await asyncio.gather(*(bus.publish("ctx", {"n": n}) for n in range(30)))
+    await until(lambda: len(seen) == 30)
+    assert seen == [None] * 30
