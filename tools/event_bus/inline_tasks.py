@@ -77,7 +77,7 @@ class InlineTasks:
 
 def _report(exc: BaseException, coro: Coroutine[Any, Any, Any]) -> None:
     asyncio.get_running_loop().call_exception_handler(
-        {"message": f"{coro.__qualname__} failed", "exception": exc}
+        {"message": f"{getattr(coro, '__qualname__', coro)} failed", "exception": exc}
     )
 
 
