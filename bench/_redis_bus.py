@@ -27,23 +27,35 @@ async def delete_prefixed(client: Any, prefix: str) -> None:
         await client.delete(*keys[i : i + 500])
 
 
-async def bus_rate(events: int, batch: int, **settings: str) -> float:
-    """Events/s through one group with one async subscriber; ``settings`` are extra bus settings."""
+async def bus_rate(events: int, batch: int, *, gathered: bool = False, **settings: str) -> float:
+    """Events/s through one group with one async subscriber; ``settings`` are extra bus settings.
+
+    Each batch is one ``publish_many`` (one pipeline of ``XADD``, as the floor sends), or with
+    ``gathered`` that many ``publish`` calls under one ``gather`` (a task each)."""
     prefix = f"keel-bench-{uuid.uuid4().hex[:8]}:"
     os.environ.update(EVENT_BUS_URL=URL, EVENT_BUS_PREFIX=prefix, **settings)
     bus = EventBusTool()
     await bus.setup()
     seen = 0
+    all_seen = asyncio.Event()
 
     async def handler(event: Any) -> None:
         nonlocal seen
         seen += 1
+        if seen == events:
+            all_seen.set()
 
     try:
         await bus.subscribe("bench.tick", handler, group="bench")
         started = time.perf_counter()
         for start in range(0, events, batch):
-            await asyncio.gather(*(bus.publish("bench.tick", {"n": n}) for n in range(start, start + batch)))
+            if gathered:
+                await asyncio.gather(
+                    *(bus.publish("bench.tick", {"n": n}) for n in range(start, start + batch))
+                )
+            else:
+                await bus.publish_many("bench.tick", [{"n": n} for n in range(start, start + batch)])
+        await all_seen.wait()  # no polling while the events flow: it would tax the bus alone
         broker: Any = bus._broker
         while broker.counters["delivered"] < events:  # noqa: ASYNC110 - acks are counted, not signalled
             await asyncio.sleep(0.001)

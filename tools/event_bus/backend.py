@@ -17,7 +17,7 @@ no concrete broker, so the seam does not depend on what plugs into it.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from .events import Event
@@ -54,6 +54,9 @@ class EventBackend(Protocol):
         Returning ``None`` when the hand-over is already done (in-process) saves a coroutine per
         publish; the bus awaits whatever else comes back.
         """
+
+    def send_many(self, events: Sequence[Event]) -> Awaitable[Any] | None:
+        """Carry several events at once (``publish_many``), in order: one hand-over for them all."""
 
     async def close(self) -> None: ...
 
@@ -102,6 +105,10 @@ class InProcessBackend:
 
     def bind(self, receive: Receive) -> None:
         self.send = receive  # handing an event over *is* delivering it: no call in between
+
+    def send_many(self, events: Sequence[Event]) -> None:
+        for event in events:
+            self.send(event)
 
     @staticmethod
     def _unbound(event: Event) -> None:

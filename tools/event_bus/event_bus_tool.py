@@ -77,7 +77,7 @@ import json
 import logging
 import uuid
 from collections import deque
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Iterable
 from contextvars import Context, copy_context
 from time import perf_counter, time
 from typing import Any
@@ -116,6 +116,7 @@ _OK = Outcome.OK  # enum member lookups cost more than a global on every deliver
 # name -> (subscriptions, their identities, how many): the count saves two len() per event.
 _Table = tuple[tuple[Subscription, ...], list[str], int]
 _NO_SUBSCRIBERS: _Table = ((), [], 0)
+_NO_FAILURES: dict[str, str] = {}  # shared by every outcome without one: never mutated
 
 
 class EventBusTool(BaseTool):
@@ -132,6 +133,9 @@ class EventBusTool(BaseTool):
         # name -> (subscriptions, their identities); replaced, never mutated, so a delivery
         # in progress keeps the tuple it started with.
         self._subscribers: dict[str, _Table] = {}
+        # For a broker: (name, group) -> that group's subscriptions of name here, and their
+        # identities; emptied whenever the table changes (``_set``).
+        self._group_tables: dict[tuple[str, str], tuple[list[Subscription], list[str]]] = {}
         self._staged: dict[str, list[Subscription]] = {}  # staging owner -> subscriptions waiting
         self._replies: dict[str, asyncio.Future[Any]] = {}
         # Deliveries in flight, held here so no task is collected while it runs, each dropped by
@@ -250,6 +254,28 @@ class EventBusTool(BaseTool):
             self._drainer = _get_running_loop().create_task(self._drain())
         return event_id
 
+    async def publish_many(self, name: str, payloads: Iterable[Any]) -> list[str]:
+        """Publish an event named ``name`` per payload, in order, handed over together; return their ids.
+
+        On Redis that is one round trip and one wake-up for them all, where ``gather``-ing as many
+        ``publish`` calls costs a task each. Every payload is checked before anything is sent, so a
+        bad one raises ``EventPayloadError`` and none is published. If Redis fails part-way
+        (``EventBusUnavailableError``), some may have been stored, as with that many ``publish`` calls.
+        """
+        if type(name) is not str or not name:
+            raise EventBusError(f"an event name is a non-empty string, got {name!r}")
+        frozen = [freeze_json(payload) for payload in payloads]
+        parent, emitter, now, first = _event_var.get(), _identity_var.get(), time(), self.published + 1
+        self.published += len(frozen)
+        events = [
+            _new_event(Event, (f"{self._prefix}{first + i}", name, value, parent, emitter, now))
+            for i, value in enumerate(frozen)
+        ]
+        handing_over = self._backend.send_many(events)
+        if handing_over is not None:
+            await handing_over
+        return [event.id for event in events]
+
     async def request(self, name: str, payload: Any = None, timeout: float = 5.0) -> Any:  # noqa: ASYNC109
         """Publish and wait for the first subscriber that returns a value; return that value."""
         event = self._event(name, payload)
@@ -317,6 +343,7 @@ class EventBusTool(BaseTool):
         return len(kept) != len(subscriptions)
 
     def _set(self, name: str, subscriptions: tuple[Subscription, ...]) -> None:
+        self._group_tables.clear()
         if subscriptions:
             self._subscribers[name] = (subscriptions, [s.identity for s in subscriptions], len(subscriptions))
         else:
@@ -557,14 +584,17 @@ class EventBusTool(BaseTool):
     ) -> GroupOutcome | None:
         """For a broker: run ``group``'s subscribers of ``event`` here (those in ``only``, if given)
         and report which failed and the first answer; ``None`` if the group has none here."""
-        chosen = [
-            s
-            for s in self._subscribers.get(event.name, _NO_SUBSCRIBERS)[0]
-            if s.group == group and (only is None or s.identity in only)
-        ]
+        table = self._group_tables.get((event.name, group))
+        if table is None:
+            everyone = self._subscribers.get(event.name, _NO_SUBSCRIBERS)[0]
+            chosen = [s for s in everyone if s.group == group]
+            table = self._group_tables[(event.name, group)] = (chosen, [s.identity for s in chosen])
+        chosen, identities = table
+        if only is not None:  # a retry: those that failed
+            chosen = [s for s in chosen if s.identity in only]
+            identities = [s.identity for s in chosen]
         if not chosen:
             return None
-        identities = [s.identity for s in chosen]
         record = TraceRecord(event, identities)
         self._trace.keep(record)
         if len(chosen) == 1:
@@ -572,15 +602,18 @@ class EventBusTool(BaseTool):
             event_token = _event_var.set(event.id)
             identity_token = _identity_var.set(chosen[0].identity)
             try:
-                answers = [await self._deliver(chosen[0], event, record, 0, inline=True)]
+                answer = await self._deliver(chosen[0], event, record, 0, inline=True)
             finally:
                 _identity_var.reset(identity_token)
                 _event_var.reset(event_token)
-        else:
-            create_task = asyncio.get_running_loop().create_task
-            tasks = [create_task(self._deliver(s, event, record, i)) for i, s in enumerate(chosen)]
-            self._tasks.update((_delivery_key(record, i), task) for i, task in enumerate(tasks))
-            answers = await asyncio.gather(*tasks)
+            result = record.results[0]
+            if result is not None and result[0] is _OK:
+                return GroupOutcome(_NO_FAILURES, answer)
+            return GroupOutcome({identities[0]: (result and result[1]) or "failed"}, answer)
+        create_task = asyncio.get_running_loop().create_task
+        tasks = [create_task(self._deliver(s, event, record, i)) for i, s in enumerate(chosen)]
+        self._tasks.update((_delivery_key(record, i), task) for i, task in enumerate(tasks))
+        answers = await asyncio.gather(*tasks)
         failures = {
             identities[i]: result[1] or "failed"
             for i, result in enumerate(record.results)

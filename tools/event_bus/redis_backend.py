@@ -65,7 +65,7 @@ import logging
 import time
 import uuid
 from collections import deque
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
@@ -286,6 +286,19 @@ class RedisStreamsBackend:
         self._streams.add(stream)
         return self._pipeline.submit(lambda pipe: pipe.xadd(stream, fields))
 
+    def send_many(self, events: Sequence[Event]) -> Awaitable[Any]:
+        """One ``XADD`` each, all in one round trip, and one future for them all."""
+        if self._closed:
+            raise EventBusUnavailableError("the event bus has been shut down")
+        adds = [(self.keys.stream(event.name), event_fields(event)) for event in events]
+        self._streams.update(stream for stream, _ in adds)
+
+        def queue(pipe: Any) -> None:
+            for stream, fields in adds:
+                pipe.xadd(stream, fields)
+
+        return self._pipeline.submit(queue, replies=len(adds))
+
     async def ping(self) -> bool:
         """Whether Redis answers (the tool's health check)."""
         await self._call(self._client.ping)
@@ -447,9 +460,9 @@ class RedisStreamsBackend:
                 received = [_received(fields) for _, fields in entries]
                 seen = await self._seen_marks(group, received)
                 for index, (entry_id, fields) in enumerate(entries):
-                    await self._dispatch(
-                        group, stream, entry_id, fields, 1, seen=seen[index], received=received[index]
-                    )
+                    waiting = self._dispatch(group, stream, entry_id, fields, 1, seen[index], received[index])
+                    if waiting is not None:
+                        await waiting
 
     async def _seen_marks(self, group: str, received: list[Received | None]) -> list[bool | None]:
         """Whether ``group`` already handled each entry's event, for a whole read in one ``MGET``
@@ -468,7 +481,7 @@ class RedisStreamsBackend:
             return unknown
         return [None if not event_id else next(marks) is not None for event_id in ids]
 
-    async def _dispatch(
+    def _dispatch(
         self,
         group: str,
         stream: str,
@@ -477,22 +490,38 @@ class RedisStreamsBackend:
         deliveries: int,
         seen: bool | None = None,
         received: Received | None = None,
-    ) -> None:
-        """Start handling one entry (unless this process already is), within the concurrency bound."""
+    ) -> Coroutine[Any, Any, None] | None:
+        """Start handling one entry (unless this process already is), within the concurrency bound.
+
+        ``None`` when that is done; else what to await for a slot first. Not a coroutine itself:
+        with a slot free, as nearly always, an entry costs no coroutine until its handling."""
         held = self._held.get((stream, group))
         if held is None:
             held = self._held[(stream, group)] = {}
         if entry_id in held or fields is None or self._stop.is_set():
-            return
+            return None
         held[entry_id] = time.monotonic()
+        handling = self._handle(group, stream, entry_id, fields, deliveries, seen, received)
         if not self._slots.take_free():
+            return self._start_when_free(handling, held, entry_id)
+        # No task per entry: most handlers finish without waiting (InlineTasks).
+        self._handling.start(handling)
+        return None
+
+    async def _start_when_free(
+        self, handling: Coroutine[Any, Any, None], held: dict[str, float], entry_id: str
+    ) -> None:
+        try:
             await self._slots.take()
+        except BaseException:
+            handling.close()
+            raise
         if self._stop.is_set():  # stopped while waiting for a slot: leave the entry pending
+            handling.close()
             held.pop(entry_id, None)
             self._slots.give()
             return
-        # No task per entry: most handlers finish without waiting (InlineTasks).
-        self._handling.start(self._handle(group, stream, entry_id, fields, deliveries, seen, received))
+        self._handling.start(handling)
 
     # -- handling one entry ------------------------------------------------------------------------
 
@@ -864,7 +893,9 @@ class RedisStreamsBackend:
                 stream,
                 deliveries,
             )
-            await self._dispatch(group, stream, entry_id, fields, deliveries)
+            waiting = self._dispatch(group, stream, entry_id, fields, deliveries)
+            if waiting is not None:
+                await waiting
 
     # -- reading the dead letters ------------------------------------------------------------------
 

@@ -51,15 +51,17 @@ class AutoPipeline:
     def __init__(self, client: Any, translate: Translate | None = None) -> None:
         self._client = client
         self._translate: Translate = translate or _same
-        self._queued: list[tuple[Queue, asyncio.Future[Any]]] = []
+        self._queued: list[tuple[Queue, asyncio.Future[Any], int]] = []
         self._flusher: asyncio.Task[None] | None = None
         self._acks: dict[tuple[str, str], tuple[list[str], asyncio.Future[Any]]] = {}
         self._settles: dict[tuple[str, str, int], tuple[list[str], list[str], asyncio.Future[Any]]] = {}
 
-    def submit(self, command: Queue) -> asyncio.Future[Any]:
-        """Queue one command; the future gets its reply (or the error it raised)."""
+    def submit(self, command: Queue, replies: int = 1) -> asyncio.Future[Any]:
+        """Queue one command; the future gets its reply (or the error it raised). A ``command``
+        that queues ``replies`` > 1 commands gets the list of their replies, or the first error:
+        one future (and one wake-up) for a batch its caller sends together."""
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self._queued.append((command, future))
+        self._queued.append((command, future, replies))
         if self._flusher is None:
             self._flusher = asyncio.get_running_loop().create_task(self._flush(), name="keel-bus-pipeline")
         return future
@@ -101,7 +103,7 @@ class AutoPipeline:
             while self._queued:
                 batch, self._queued = self._queued, []
                 pipe = self._client.pipeline(transaction=False)
-                for command, _ in batch:
+                for command, _, _ in batch:
                     command(pipe)
                 try:
                     replies: list[Any] = await pipe.execute(raise_on_error=False)
@@ -110,10 +112,15 @@ class AutoPipeline:
                     _fail(batch, self._translate(closed))
                     raise
                 except Exception as exc:  # the connection failed: every command of the batch did
-                    replies = [exc] * len(batch)
-                for (_, future), reply in zip(batch, replies, strict=True):
+                    replies = [exc] * sum(count for _, _, count in batch)
+                at = 0
+                for _, future, count in batch:
+                    reply: Any = replies[at] if count == 1 else replies[at : at + count]
+                    at += count
                     if future.done():
                         continue
+                    if count != 1:
+                        reply = next((r for r in reply if isinstance(r, BaseException)), reply)
                     if isinstance(reply, BaseException):
                         future.set_exception(self._translate(reply))
                     else:
@@ -130,7 +137,7 @@ def _same(error: BaseException) -> BaseException:
     return error
 
 
-def _fail(batch: list[tuple[Queue, asyncio.Future[Any]]], error: BaseException) -> None:
-    for _, future in batch:
+def _fail(batch: list[tuple[Queue, asyncio.Future[Any], int]], error: BaseException) -> None:
+    for _, future, _ in batch:
         if not future.done():
             future.set_exception(error)

@@ -37,11 +37,25 @@ from .events import Event
 from .payload import freeze_json, to_json
 
 _HOST = socket.gethostname()
+_label = ""
 
 
 def process_label() -> str:
-    """``host:pid`` of this process, as entries and dead letters name it."""
-    return f"{_HOST}:{os.getpid()}"
+    """``host:pid`` of this process, as entries and dead letters name it.
+
+    Every entry carries it, so it is built once per process (a fork builds its own)."""
+    global _label
+    if not _label:
+        _label = f"{_HOST}:{os.getpid()}"
+    return _label
+
+
+def _forget_label() -> None:
+    global _label
+    _label = ""
+
+
+os.register_at_fork(after_in_child=_forget_label)
 
 
 class Keys:

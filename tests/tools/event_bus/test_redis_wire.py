@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from typing import Any
 
 import pytest
@@ -141,3 +142,18 @@ def test_retry_backoff_doubles_up_to_a_ceiling() -> None:
     settings = RedisBusSettings(url="redis://x", retry_backoff_ms=200)
     assert [settings.backoff_seconds(n) for n in (1, 2, 3)] == [0.2, 0.4, 0.8]
     assert settings.backoff_seconds(30) == 10.0
+
+
+def test_a_forked_child_labels_itself_with_its_own_pid() -> None:
+    parent = process_label()
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: report its label and leave at once
+        os.write(write, process_label().encode())
+        os._exit(0)
+    os.close(write)
+    child = os.read(read, 200).decode()
+    os.close(read)
+    os.waitpid(pid, 0)
+    assert parent.endswith(f":{os.getpid()}")
+    assert child.endswith(f":{pid}") and child != parent
