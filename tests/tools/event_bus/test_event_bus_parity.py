@@ -16,6 +16,7 @@ import pytest
 
 from core.context import current_event_id_var
 from tests.conftest import fresh_redis_namespace
+from tools.event_bus.errors import EventPayloadError
 from tools.event_bus.event_bus_tool import EventBusTool
 from tools.event_bus.events import Event
 
@@ -284,3 +285,34 @@ async def test_what_one_delivery_sets_in_its_context_no_other_sees(bus: EventBus
     await asyncio.gather(*(bus.publish("ctx", {"n": n}) for n in range(30)))
     await until(lambda: len(seen) == 30)
     assert seen == [None] * 30
+
+
+async def test_publish_many_delivers_each_in_order_with_its_own_id(bus: EventBusTool) -> None:
+    got: list[tuple[str, int]] = []
+
+    async def handler(event: Event) -> None:
+        got.append((event.id, event.payload["n"]))
+
+    await bus.subscribe("batch", handler, group="batch")
+    ids = await bus.publish_many("batch", [{"n": n} for n in range(250)])
+    single = await bus.publish("batch", {"n": 250})
+    await until(lambda: len(got) == 251)
+    assert got == [*zip(ids, range(250), strict=True), (single, 250)]  # in publish order
+    assert len(set(ids)) == 250 and single not in ids
+    assert await bus.publish_many("batch", []) == []
+
+
+async def test_publish_many_with_one_bad_payload_publishes_none(bus: EventBusTool) -> None:
+    got: list[Event] = []
+
+    async def handler(event: Event) -> None:
+        got.append(event)
+
+    await bus.subscribe("batch", handler, group="batch")
+    before = bus.published
+    with pytest.raises(EventPayloadError):
+        await bus.publish_many("batch", [{"n": 1}, {"n": object()}])
+    assert bus.published == before
+    await bus.publish("batch", {"n": 2})  # what reaches the handler next is this, not the first
+    await until(lambda: len(got) == 1)
+    assert [e.payload["n"] for e in got] == [2]
