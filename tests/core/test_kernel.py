@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -721,3 +724,79 @@ async def test_a_crashed_background_task_marks_its_plugin_degraded(
         )
         assert "bad.Crasher: a task it created with asyncio.create_task crashed" in caplog.text
         assert_healthy_part_works(kernel)
+
+
+GC_WATCHER_TOOL = """
+    import asyncio
+    import gc
+    import os
+    import signal
+    from core import BaseTool
+
+    class GcWatcher(BaseTool):
+        name = "gc_watcher"
+        collecting_in_setup = None
+
+        async def setup(self):
+            GcWatcher.collecting_in_setup = gc.isenabled()
+            if os.environ.get("GC_HOLD_SETUP"):
+                await asyncio.Event().wait()
+
+        async def serve(self, stop):
+            report = os.environ.get("GC_REPORT")
+            if report:
+                with open(report, "w") as out:
+                    out.write(str(gc.get_freeze_count()))
+                os.kill(os.getpid(), signal.SIGTERM)
+            await stop.wait()
+"""
+
+
+def collecting_in_setup(kernel: Kernel) -> bool | None:
+    tools = kernel.lifecycle.tools
+    return getattr(type(tools[0]), "collecting_in_setup", None) if tools else None
+
+
+async def test_boot_pauses_the_cyclic_collector_and_puts_it_back_as_it_was(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    write(root, "tools/gc_watcher/gc_watcher.py", GC_WATCHER_TOOL)
+    assert gc.isenabled()
+    async with booted(root) as kernel:
+        assert collecting_in_setup(kernel) is False
+        assert gc.isenabled()
+    gc.disable()
+    try:
+        async with booted(root):
+            assert not gc.isenabled()  # paused by the caller: boot does not turn it on
+    finally:
+        gc.enable()
+
+
+async def test_a_cancelled_boot_still_puts_the_collector_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "root"
+    write(root, "tools/gc_watcher/gc_watcher.py", GC_WATCHER_TOOL)
+    monkeypatch.setenv("GC_HOLD_SETUP", "1")
+    kernel = Kernel(root)
+    booting = asyncio.create_task(kernel.boot())
+    await until(lambda: collecting_in_setup(kernel) is not None, "the tool's setup started")
+    assert not gc.isenabled()
+    booting.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await booting
+    assert gc.isenabled()
+    await kernel.shutdown()
+
+
+def test_a_serving_process_freezes_what_boot_built(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    write(root, "tools/gc_watcher/gc_watcher.py", GC_WATCHER_TOOL)
+    report = tmp_path / "frozen"
+    project = str(Path(__file__).resolve().parents[2])
+    code = f"import sys; sys.path.insert(0, {project!r}); from core import Kernel; "
+    code += f"sys.exit(Kernel({str(root)!r}).run())"
+    env = {**os.environ, "GC_REPORT": str(report)}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert int(report.read_text()) > 1000  # the modules, tools and registry boot made
