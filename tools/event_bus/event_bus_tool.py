@@ -3,6 +3,7 @@
 The contract::
 
     event_id = await event_bus.publish("order.paid", {"order_id": 7})     # JSON payloads only
+    ids = await event_bus.publish_many("order.paid", [{"order_id": 8}, {"order_id": 9}])  # one hand-over
     await event_bus.subscribe("order.paid", self.on_paid)                 # handler(event)
     await event_bus.unsubscribe("order.paid", self.on_paid)
     answer = await event_bus.request("price.quote", {"sku": "A"}, timeout=2.0)
@@ -17,7 +18,8 @@ Choices this module makes (each is tested):
   high-rate subscribers should be ``async def``. A (name, handler) pair is subscribed once;
   subscribing it again changes nothing.
 - **Each subscriber runs as if in its own task** (one draining task runs the subscribers that
-  finish without waiting, and becomes the task of one that waits; see ``_drain``) with
+  finish without waiting, and becomes the task of one that waits; see ``_drain``, and on Redis
+  :mod:`tools.event_bus.inline_tasks`) with
   ``current_event_id_var`` set to the event's id and ``current_identity_var`` to the handler's
   identity (``<domain>.<Class>.<method>``), in its own copy of the publisher's context, so the
   publisher never sees them. So an event published by a subscriber gets ``parent_id`` = the event
