@@ -233,7 +233,8 @@ class DbTool(BaseTool):
         with the block's next statement or at its end, whichever comes first.
 
         For the many writes of one block whose row counts nobody needs: on SQLite every statement
-        otherwise pays a hop to the connection's thread, on PostgreSQL a round trip. Its failure
+        otherwise pays a hop to the connection's thread, on PostgreSQL a round trip. The same write
+        deferred several times in a row goes to the engine as one batch (``executemany``). Its failure
         is raised by the next statement of the block (or by the block's end) and aborts the
         block like any failed statement; a block that rolls back never runs what it deferred.
         Outside a block it raises ``kind="misuse"``.

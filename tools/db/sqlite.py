@@ -59,6 +59,14 @@ _current_task = asyncio.current_task
 _SQLITE = Dialect.SQLITE
 
 
+Deferred = list[tuple[str, list[Sequence[Any]]]]
+"""What a transaction deferred: statement texts in order, each with the parameters of its run."""
+
+_BATCHABLE = frozenset({"INSERT", "UPDATE", "DELETE", "REPLACE"})
+"""Writes sqlite3's ``executemany`` runs (``RETURNING`` included; it refuses a statement that
+may return rows otherwise, such as a ``WITH`` or a ``SELECT``)."""
+
+
 class OpenBlock:
     """The transaction block open on the writer, shared by the engine and its transactions."""
 
@@ -69,8 +77,9 @@ class OpenBlock:
         self.depth = 0
         self.failure: DatabaseError | None = None
         # Statements the transaction's task handed to ``defer``, run in the same thread hop as
-        # its next statement (or its end).
-        self.deferred: list[tuple[str, Sequence[Any]]] = []
+        # its next statement (or its end): each a text with the parameters of one or more runs of
+        # it in a row (:func:`_run_deferred`).
+        self.deferred: Deferred = []
 
 
 class SqliteEngine:
@@ -174,7 +183,15 @@ class SqliteEngine:
             raise DatabaseError(DbErrorKind.MISUSE, "defer() is for statements inside a transaction block")
         if self._block.failure is not None:
             raise transaction_aborted(self._block.failure)
-        self._block.deferred.append((prepared.text, params))
+        deferred = self._block.deferred
+        text = prepared.text
+        # The same write again (the usual loop of deferred INSERTs) joins the run before it, which
+        # the thread hop then hands to sqlite3 as one executemany (about 1.5x faster than as many
+        # execute calls). A statement that may return rows cannot be run that way.
+        if deferred and deferred[-1][0] is text and prepared.leading in _BATCHABLE:
+            deferred[-1][1].append(params)
+        else:
+            deferred.append((text, [params]))
 
     async def run_script_statement(self, sql: str) -> None:
         """Run one statement of a migration as written (no placeholder rewriting)."""
@@ -438,20 +455,26 @@ def _begin(connection: sqlite3.Connection) -> None:
     _with_busy_retry(connection.execute, "BEGIN IMMEDIATE")
 
 
-def _after_deferred(
-    connection: sqlite3.Connection, deferred: list[tuple[str, Sequence[Any]]], job: Any, *args: Any
-) -> Any:
+def _run_deferred(connection: sqlite3.Connection, deferred: Deferred) -> None:
+    """Run what a transaction deferred, in order; a run of one write is one ``executemany``, which
+    stops at the first row that fails exactly as a loop of ``execute`` would."""
+    for sql, rows in deferred:
+        if len(rows) == 1:
+            connection.execute(sql, rows[0])
+        else:
+            connection.executemany(sql, rows)
+
+
+def _after_deferred(connection: sqlite3.Connection, deferred: Deferred, job: Any, *args: Any) -> Any:
     """Run the statements a transaction deferred, then ``job``: one thread hop for all of them."""
-    execute = connection.execute
-    for sql, params in deferred:
-        execute(sql, params)
+    _run_deferred(connection, deferred)
     return job(connection, *args)
 
 
 def _finish(
     connection: sqlite3.Connection,
     commit: bool,
-    deferred: list[tuple[str, Sequence[Any]]] = (),  # type: ignore[assignment]
+    deferred: Deferred = (),  # type: ignore[assignment]
 ) -> None:
     """End the outermost transaction (after its deferred statements); if they or COMMIT fail, roll
     back before raising."""
@@ -459,9 +482,7 @@ def _finish(
         _rollback_if_open(connection)
         return
     try:
-        execute = connection.execute
-        for sql, params in deferred:
-            execute(sql, params)
+        _run_deferred(connection, deferred)
         _with_busy_retry(connection.execute, "COMMIT")
     except BaseException:
         _rollback_if_open(connection)
@@ -471,11 +492,10 @@ def _finish(
 def _release(
     connection: sqlite3.Connection,
     name: str,
-    deferred: list[tuple[str, Sequence[Any]]] = (),  # type: ignore[assignment]
+    deferred: Deferred = (),  # type: ignore[assignment]
 ) -> None:
     try:
-        for sql, params in deferred:
-            connection.execute(sql, params)
+        _run_deferred(connection, deferred)
         connection.execute(f"RELEASE {name}")
     except BaseException:
         _rollback_to(connection, name)

@@ -320,6 +320,22 @@ async def test_deferred_statements_run_in_order_before_the_next_statement_and_at
     assert await db.scalar("SELECT count(*) FROM items") == 53
 
 
+async def test_deferred_runs_of_statements_that_return_rows_still_run_each(db: DbTool) -> None:
+    """A run of one write is sent as a batch; one that returns rows (``RETURNING``, a ``SELECT``)
+    must still run, in its place in the order."""
+    await make_items(db)
+    async with db.transaction() as tx:
+        for i in range(3):
+            tx.defer("INSERT INTO items (name, qty) VALUES ($1, $2) RETURNING id", [f"r{i}", i])
+        tx.defer("SELECT count(*) FROM items", [])
+        tx.defer("SELECT count(*) FROM items", [])
+        for i in range(3):
+            tx.defer("UPDATE items SET qty = qty + $1 WHERE name = $2", [100, f"r{i}"])
+    assert await db.query("SELECT name, qty FROM items ORDER BY name") == [
+        {"name": f"r{i}", "qty": 100 + i} for i in range(3)
+    ]
+
+
 async def test_a_failing_deferred_statement_aborts_its_block(db: DbTool) -> None:
     await make_items(db)
     with pytest.raises(DatabaseError) as caught:
