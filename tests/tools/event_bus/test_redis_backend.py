@@ -458,6 +458,8 @@ async def test_an_unreachable_redis_makes_the_bus_unavailable(monkeypatch: pytes
         assert isinstance(raised.value, ToolUnavailableError)
         with pytest.raises(EventBusUnavailableError):
             await bus.publish("anything", {})
+        with pytest.raises(EventBusUnavailableError):
+            await bus.publish_many("anything", [{}, {}])
         with pytest.raises(EventBusUnavailableError):  # the health check asks Redis too
             await bus.health_check()
     finally:
