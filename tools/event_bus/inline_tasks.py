@@ -32,8 +32,8 @@ class InlineTasks:
         self._runner: asyncio.Task[None] | None = None
 
     def start(self, coro: Coroutine[Any, Any, Any]) -> None:
-        """Run ``coro`` soon, in a copy of the current context; its result and errors are its own
-        to handle (an exception it lets out is dropped, as an unawaited task's would be reported)."""
+        """Run ``coro`` soon, in a copy of the current context. Nobody awaits it: an exception it
+        lets out goes to the loop's exception handler, as that of a task nobody awaits would."""
         self._queue.append((coro, copy_context()))
         if self._runner is None:
             self._runner = self._spawn()
