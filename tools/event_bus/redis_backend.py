@@ -458,16 +458,20 @@ class RedisStreamsBackend:
             for stream, entries in response or ():
                 # Each entry decoded once, here: the marks lookup and the handling share the result.
                 received = [_received(fields) for _, fields in entries]
-                seen = await self._seen_marks(group, received)
+                seen = await self._seen_marks(reader, received)
                 for index, (entry_id, fields) in enumerate(entries):
                     waiting = self._dispatch(group, stream, entry_id, fields, 1, seen[index], received[index])
                     if waiting is not None:
                         await waiting
 
-    async def _seen_marks(self, group: str, received: list[Received | None]) -> list[bool | None]:
-        """Whether ``group`` already handled each entry's event, for a whole read in one ``MGET``
-        (instead of an ``EXISTS`` per entry); ``None`` where it is not known (dedup off, an entry
-        that is not an event, or Redis not answering: then each entry asks for itself)."""
+    async def _seen_marks(self, reader: _Reader, received: list[Received | None]) -> list[bool | None]:
+        """Whether the reader's group already handled each entry's event, for a whole read in one
+        ``MGET`` (instead of an ``EXISTS`` per entry); ``None`` where it is not known (dedup off, an
+        entry that is not an event, or Redis not answering: then each entry asks for itself).
+
+        Asked on the reader's own connection, idle between its reads, so the read's handling never
+        waits behind the publishes and acknowledgements queued on the shared one."""
+        group = reader.group
         unknown: list[bool | None] = [None] * len(received)
         if not self._dedupes(group):
             return unknown
@@ -476,7 +480,7 @@ class RedisStreamsBackend:
         if not keys:
             return unknown
         try:
-            marks = iter(await self._call(self._pipeline.submit, lambda pipe: pipe.mget(keys)))
+            marks = iter(await self._call(reader.client.mget, keys))
         except (RedisError, EventBusError, *_UNREACHABLE):
             return unknown
         return [None if not event_id else next(marks) is not None for event_id in ids]
