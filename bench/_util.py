@@ -79,3 +79,42 @@ def start_server(
 def emit_ratio(name: str, ratio: float, floor: str, goal: str) -> None:
     """A ratio line that names what it is measured against and the figure it should reach."""
     print(f"{name}: {ratio:.4g} x  (floor: {floor}; goal: {goal})", flush=True)
+
+
+CHILD_FLAG = "KEEL_BENCH_CHILD"
+
+
+def across_processes(script: Path, processes: int) -> None:
+    """Run ``script`` (which checks :data:`CHILD_FLAG`) in ``processes`` fresh interpreters, one
+    after the other, and print the median of each figure they printed, with its range.
+
+    Within one process the rounds agree closely, but fresh processes differ by several percent
+    (memory layout, hash seeds, which core): the median over processes is the steadier figure."""
+    values: dict[str, list[float]] = {}
+    lines: dict[str, str] = {}
+    for _ in range(processes):
+        done = subprocess.run(
+            [sys.executable, str(script)],
+            env={**os.environ, CHILD_FLAG: "1"},
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        for line in done.stdout.splitlines():
+            name, _, rest = line.partition(": ")
+            number, _, tail = rest.partition(" ")
+            try:
+                values.setdefault(name, []).append(float(number))
+            except ValueError:
+                continue
+            lines.setdefault(name, tail)
+    for name, samples in values.items():
+        tail = lines[name]
+        if "(floor:" in tail:
+            tail = tail.replace(
+                "(floor: ",
+                f"(median of {processes} processes, range "
+                f"{min(samples):.4g}-{max(samples):.4g}; floor as measured in the first: ",
+                1,
+            )
+        print(f"{name}: {statistics.median(samples):.4g} {tail}", flush=True)
