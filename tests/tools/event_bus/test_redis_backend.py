@@ -365,6 +365,42 @@ async def test_a_process_that_stops_mid_handler_leaves_the_entry_to_another(
     await until(lambda: handled == [event_id], within=CLAIM_IDLE_MS / 1000 + 5)
 
 
+async def test_entries_waiting_for_a_slot_when_their_process_stops_go_to_another(
+    start_bus: StartBus, monkeypatch: pytest.MonkeyPatch, raw: Any, redis_env: tuple[str, str]
+) -> None:
+    """With one slot, one entry runs and the rest of the read wait for it; a stop then leaves all
+    of them pending (none half-started, none lost), and another process handles each once."""
+    monkeypatch.setattr(redis_backend, "DRAIN_SECONDS", 0.05)
+    monkeypatch.setenv("EVENT_BUS_CONCURRENCY", "1")
+    stopping = await start_bus()
+    monkeypatch.delenv("EVENT_BUS_CONCURRENCY")
+    other = await start_bus()
+    entered = asyncio.Event()
+    started: list[int] = []
+    handled: list[int] = []
+
+    async def stuck(event: Event) -> None:
+        started.append(event.payload["n"])
+        entered.set()
+        await asyncio.Event().wait()
+
+    async def fine(event: Event) -> None:
+        handled.append(event.payload["n"])
+
+    await stopping.subscribe("export", stuck, group="exports")
+    await other.publish_many("export", [{"n": n} for n in range(4)])
+    async with asyncio.timeout(5):
+        await entered.wait()
+    await stopping.shutdown()
+    assert started == [0]  # the others never started: they waited for the one slot
+    assert await pending(raw, redis_env[1], "export", "exports") == 4
+    await other.subscribe("export", fine, group="exports")
+    await until(lambda: sorted(handled) == [0, 1, 2, 3], within=CLAIM_IDLE_MS / 1000 + 5)
+    await until(lambda: other.stats()["broker"]["delivered"] == 4)
+    assert sorted(handled) == [0, 1, 2, 3]
+    assert await pending(raw, redis_env[1], "export", "exports") == 0
+
+
 # -- request/reply ------------------------------------------------------------------------------
 
 
