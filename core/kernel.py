@@ -87,7 +87,7 @@ class Kernel:
         The cyclic garbage collector is paused meanwhile (and put back as it was): nearly all that
         boot allocates — modules, classes, proxies, plugins — lives as long as the process, so the
         collections its allocations would trigger traverse the whole young heap to free nothing.
-        They were a tenth of the kernel's instructions at boot. Plain reference counting still frees
+        They were a sixth of the kernel's instructions at boot. Plain reference counting still frees
         what boot drops, so only garbage in cycles waits, for the first collection after boot.
         """
         collecting = gc.isenabled()
