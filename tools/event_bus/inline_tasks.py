@@ -59,9 +59,11 @@ class InlineTasks:
                 coro, context = queue.popleft()
                 try:
                     waiting = context.run(coro.send, None)
-                except StopIteration:
+                except (StopIteration, asyncio.CancelledError):
+                    # Finished, or cancelled itself (nobody can cancel this task mid-step): either
+                    # way only that coroutine has ended, as only its own task would have.
                     continue
-                except (KeyboardInterrupt, SystemExit, asyncio.CancelledError):
+                except (KeyboardInterrupt, SystemExit):
                     raise
                 except BaseException as exc:  # what its own task would have reported
                     _report(exc, coro)

@@ -316,3 +316,18 @@ async def test_publish_many_with_one_bad_payload_publishes_none(bus: EventBusToo
     await bus.publish("batch", {"n": 2})  # what reaches the handler next is this, not the first
     await until(lambda: len(got) == 1)
     assert [e.payload["n"] for e in got] == [2]
+
+
+async def test_a_subscriber_that_cancels_itself_holds_up_no_other_event(bus: EventBusTool) -> None:
+    """Raising CancelledError at once (a handler re-raising a cancellation of its own) ends that
+    delivery alone, though it shared its running task with the deliveries after it."""
+    got: list[int] = []
+
+    async def handler(event: Event) -> None:
+        if event.payload["n"] == 0:
+            raise asyncio.CancelledError
+        got.append(event.payload["n"])
+
+    await bus.subscribe("selfcancel", handler, group="selfcancel")
+    await bus.publish_many("selfcancel", [{"n": n} for n in range(4)])
+    await until(lambda: sorted(set(got)) == [1, 2, 3])

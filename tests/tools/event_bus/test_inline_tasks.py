@@ -138,3 +138,24 @@ async def test_cancelled_before_it_ran_closes_what_never_started() -> None:
     runner.start(quick(3))  # and it starts afresh after
     await asyncio.gather(*tasks)
     assert ran == [3]
+
+
+async def test_one_that_cancels_itself_at_once_ends_alone() -> None:
+    """A coroutine that raises CancelledError in its first step (a handler swallowing and
+    re-raising a cancellation of its own) ends as its own task would: the rest still run."""
+    tasks: set[asyncio.Task[Any]] = set()
+    runner = InlineTasks(tasks, "test")
+    ran: list[str] = []
+
+    async def cancels_itself() -> None:
+        raise asyncio.CancelledError
+
+    async def after() -> None:
+        ran.append("after")
+
+    runner.start(cancels_itself())
+    runner.start(after())
+    (task,) = tasks
+    await task
+    assert ran == ["after"]
+    assert not task.cancelled()
