@@ -35,6 +35,7 @@ from typing import Any
 
 import asyncpg
 
+from .deferred import DeferredRuns, add_deferred
 from .errors import DatabaseError, DatabaseUnavailableError, DbErrorKind, transaction_aborted
 from .isolation import isolation_sql
 from .placeholders import check_params, prepare
@@ -56,25 +57,19 @@ class _Frame:
         self.connection = connection
         self.depth = 1
         self.failure: DatabaseError | None = None
-        self.deferred: list[tuple[str, Sequence[Any]]] = []  # see PostgresEngine.defer
+        self.deferred: DeferredRuns = []  # see PostgresEngine.defer
 
     async def flush(self) -> None:
         """Run the deferred statements in order, each run of one statement text as one
         ``executemany`` (asyncpg sends its rows in one round trip); a failure aborts the block."""
-        deferred, self.deferred = self.deferred, []
+        runs, self.deferred = self.deferred, []
         connection = self.connection
-        start = 0
         try:
-            while start < len(deferred):
-                sql = deferred[start][0]
-                end = start + 1
-                while end < len(deferred) and deferred[end][0] == sql:
-                    end += 1
-                if end - start == 1:
-                    await connection.execute(sql, *deferred[start][1])
+            for sql, rows in runs:
+                if len(rows) == 1:
+                    await connection.execute(sql, *rows[0])
                 else:
-                    await connection.executemany(sql, [params for _, params in deferred[start:end]])
-                start = end
+                    await connection.executemany(sql, rows)
         except Exception as exc:
             self.failure = translate(exc)
             raise self.failure from exc
@@ -161,7 +156,7 @@ class PostgresEngine:
             raise DatabaseError(DbErrorKind.MISUSE, "defer() is for statements inside a transaction block")
         if frame.failure is not None:
             raise transaction_aborted(frame.failure)
-        frame.deferred.append((prepared.text, params))
+        add_deferred(frame.deferred, prepared.text, params)  # asyncpg batches any statement
 
     async def run_script_statement(self, sql: str) -> None:
         """Run one statement of a migration as written, on the current transaction's connection."""
