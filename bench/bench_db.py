@@ -122,8 +122,8 @@ async def keel_run(ws: Workspace, body: Callable[[Any], Awaitable[None]], *, pro
         await kernel.shutdown()
 
 
-async def keel_tx(db: Any) -> None:
-    async with db.transaction():
+async def keel_tx(db: Any, isolation: str | None = None) -> None:
+    async with db.transaction(isolation):
         for i in range(TX_ROWS):
             await db.execute("INSERT INTO items (name, qty) VALUES ($1, $2)", (f"item-{i}", i))
 
@@ -265,11 +265,6 @@ async def postgres_tx() -> None:
                     await conn.execute(INSERT, f"item-{i}", i)
             return time.perf_counter() - started
 
-        async def keel_tx_read_committed(db: Any) -> None:
-            async with db.transaction(isolation="read_committed"):
-                for i in range(TX_ROWS):
-                    await db.execute("INSERT INTO items (name, qty) VALUES ($1, $2)", (f"item-{i}", i))
-
         ws = Workspace()
         os.environ["DATABASE_URL"] = url
         kernel = Kernel(ws.root)
@@ -294,7 +289,7 @@ async def postgres_tx() -> None:
             ("execute", lambda: keel(keel_tx)),
             ("defer", lambda: keel(keel_tx_deferred)),
             ("raw_rc", lambda: raw("read_committed")),
-            ("execute_rc", lambda: keel(keel_tx_read_committed)),
+            ("execute_rc", lambda: keel(lambda db: keel_tx(db, "read_committed"))),
         ]
         try:
             for repeat in range(PG_REPEATS):

@@ -225,7 +225,7 @@ class EventBusTool(BaseTool):
 
     async def publish(self, name: str, payload: Any = None) -> str:
         """Send an event to every subscriber of ``name``; return its id at once."""
-        # What ``_event`` does, inlined: this is the bus's hottest path.
+        # What ``_event`` does (``_require_name`` included), inlined: this is the bus's hottest path.
         if type(name) is not str or not name:
             raise EventBusError(f"an event name is a non-empty string, got {name!r}")
         frozen = freeze_json(payload)
@@ -264,8 +264,7 @@ class EventBusTool(BaseTool):
         bad one raises ``EventPayloadError`` and none is published. If Redis fails part-way
         (``EventBusUnavailableError``), some may have been stored, as with that many ``publish`` calls.
         """
-        if type(name) is not str or not name:
-            raise EventBusError(f"an event name is a non-empty string, got {name!r}")
+        _require_name(name)
         frozen = [freeze_json(payload) for payload in payloads]
         parent, emitter, now, first = _event_var.get(), _identity_var.get(), time(), self.published + 1
         self.published += len(frozen)
@@ -297,8 +296,7 @@ class EventBusTool(BaseTool):
             self._replies.pop(event.id, None)
 
     def _event(self, name: str, payload: Any) -> Event:
-        if type(name) is not str or not name:
-            raise EventBusError(f"an event name is a non-empty string, got {name!r}")
+        _require_name(name)
         frozen = freeze_json(payload)
         self.published = number = self.published + 1
         return _new_event(
@@ -312,8 +310,7 @@ class EventBusTool(BaseTool):
     ) -> None:
         """Call ``handler(event)`` for every event named ``name`` from now on (``group``, ``dedupe``:
         see above)."""
-        if type(name) is not str or not name:
-            raise EventBusError(f"an event name is a non-empty string, got {name!r}")
+        _require_name(name)
         if not callable(handler):
             raise EventBusError(f"a subscriber must be callable, got {handler!r}")
         if group is not None and (type(group) is not str or not group):
@@ -728,3 +725,8 @@ def _delivery_key(record: TraceRecord, index: int) -> object:
     """The key of a delivery in flight: its record alone for the first (or only) subscriber, which
     spares the common case a tuple, else (record, index)."""
     return record if index == 0 else (record, index)
+
+
+def _require_name(name: object) -> None:
+    if type(name) is not str or not name:
+        raise EventBusError(f"an event name is a non-empty string, got {name!r}")
