@@ -7,6 +7,7 @@ import asyncio
 from typing import Any
 
 import redis.asyncio as aioredis
+from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
 
 from tests.conftest import fresh_redis_namespace
@@ -40,3 +41,25 @@ async def test_a_batch_gets_its_replies_together_and_an_error_fails_only_its_own
             assert await client.xlen(f"{prefix}s") == 3  # the bad batch's first command was carried out
         finally:
             await client.aclose()
+
+
+async def test_a_lost_connection_fails_every_caller_of_the_round_trip_batch_or_not() -> None:
+    """Nothing listens on the port: the pipeline's round trip fails, and every future of it (a
+    batch of two commands and a single one) gets that error rather than hanging or a wrong reply."""
+    client = aioredis.Redis.from_url("redis://127.0.0.1:1/0", socket_connect_timeout=0.5)
+    try:
+        pipeline = AutoPipeline(client)
+
+        def batch(pipe: Any) -> None:
+            pipe.set("a", "1")
+            pipe.set("b", "2")
+
+        results = await asyncio.gather(
+            pipeline.submit(batch, replies=2),
+            pipeline.submit(lambda pipe: pipe.get("a")),
+            return_exceptions=True,
+        )
+        assert all(isinstance(r, OSError | RedisConnectionError) for r in results), results
+        await pipeline.drain()
+    finally:
+        await client.aclose()
