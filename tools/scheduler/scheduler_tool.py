@@ -473,12 +473,21 @@ class SchedulerTool(BaseTool):
         context.run(current_plugin_var.set, registration.owner if registration else None)
         task = asyncio.get_running_loop().create_task(self._run(row, registration), context=context)
         self._running[row["id"]] = _Running(task, registration.owner if registration else None, row)
-        task.add_done_callback(lambda _: self._finished(row["id"]))
+        task.add_done_callback(lambda done: self._finished(row, done))
         return task
 
-    def _finished(self, job_id: str) -> None:
-        self._running.pop(job_id, None)
+    def _finished(self, row: dict[str, Any], task: asyncio.Task[Any]) -> None:
+        self._running.pop(row["id"], None)
         self._wake.set()
+        if not task.cancelled() and (error := task.exception()) is not None:
+            # The handler's own failures are recorded by _run; this is the store failing under it.
+            log.error(
+                "job %s (%s): its outcome could not be recorded (%s: %s); it runs again once its lease ends",
+                row["id"],
+                row["name"],
+                type(error).__name__,
+                error,
+            )
 
     async def _run(self, row: dict[str, Any], registration: Registration | None) -> None:
         store = self._ready()

@@ -105,6 +105,19 @@ def _execute(connection: sqlite3.Connection, sql: str, args: Sequence[Any]) -> i
     return int(connection.execute(_sqlite_sql(sql), tuple(args)).rowcount)
 
 
+def _begin(connection: sqlite3.Connection) -> None:
+    connection.execute("BEGIN IMMEDIATE")
+
+
+def _commit(connection: sqlite3.Connection) -> None:
+    connection.execute("COMMIT")
+
+
+def _rollback_if_open(connection: sqlite3.Connection) -> None:
+    if connection.in_transaction:
+        connection.rollback()
+
+
 def _create_rest(connection: sqlite3.Connection) -> None:
     connection.execute(SCHEDULES)
     connection.execute(INDEX)
@@ -153,13 +166,16 @@ class SqliteDatabase:
         if not self._tables:
             await self.open()
         async with self._lock:
-            await self._file.run(lambda c: c.execute("BEGIN IMMEDIATE"))
+            # A cancellation that lands while BEGIN is queued or just done leaves it to run (or having
+            # run) in the thread; the rollback queued behind it keeps the connection clean for the
+            # next transaction, which would otherwise fail with "within a transaction".
             try:
+                await self._file.run(_begin)
                 yield self._conn
             except BaseException:
-                await asyncio.shield(self._file.run(lambda c: c.rollback() if c.in_transaction else None))
+                await asyncio.shield(self._file.run(_rollback_if_open))
                 raise
-            await self._file.run(lambda c: c.execute("COMMIT"))
+            await self._file.run(_commit)
 
 
 # -- PostgreSQL -----------------------------------------------------------------------------------

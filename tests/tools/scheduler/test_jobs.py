@@ -1,7 +1,11 @@
-"""Failing jobs: retried with backoff, then kept as failed with the error; cancel and re-run."""
+"""Failing jobs: retried with backoff, then kept as failed with the error; cancel and re-run; a job
+whose outcome the database would not take is reported and runs again."""
 
 from __future__ import annotations
 
+import logging
+import sqlite3
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -107,3 +111,46 @@ async def test_jobs_only_run_where_a_handler_for_their_name_is_registered(
     tool.on_job("elsewhere", ran.append)
     assert await tool.tick() == 1
     assert [j["id"] for j in ran] == [job_id]
+
+
+async def _rename_jobs_table(url: str, project: Path, old: str, new: str) -> None:
+    """Take the jobs table away (or give it back) behind the scheduler's connection."""
+    if url.startswith("sqlite"):
+        with sqlite3.connect(project / "data" / "scheduler.db", timeout=5) as connection:
+            connection.execute(f"ALTER TABLE {old} RENAME TO {new}")
+        return
+    import asyncpg
+
+    base, _, schema = url.partition("?search_path=")
+    connection = await asyncpg.connect(base)
+    try:
+        await connection.execute(f"ALTER TABLE {schema}.{old} RENAME TO {new}")
+    finally:
+        await connection.close()
+
+
+async def test_a_job_whose_outcome_cannot_be_recorded_is_reported_and_runs_again_after_its_lease(
+    start: Start, clock: FakeClock, scheduler_url: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    tool = await start(clock)
+    attempts: list[int] = []
+
+    async def work(job: dict[str, Any]) -> None:
+        attempts.append(job["attempt"])
+        if job["attempt"] == 1:  # the database stops taking writes to the jobs table mid-job
+            await _rename_jobs_table(scheduler_url, tmp_path, "keel_sched_jobs", "keel_sched_parked")
+
+    tool.on_job("work", work)
+    job_id = await tool.after(0, "work")
+    with caplog.at_level(logging.ERROR, "keel.scheduler"):
+        assert await tool.tick() == 1
+    [record] = [r for r in caplog.records if "could not be recorded" in r.getMessage()]
+    assert job_id in record.getMessage() and "runs again once its lease ends" in record.getMessage()
+
+    await _rename_jobs_table(scheduler_url, tmp_path, "keel_sched_parked", "keel_sched_jobs")
+    held = await tool.job(job_id)
+    assert held is not None and held["status"] == "running"  # nothing was recorded
+    clock.advance(tool.lease + 1)
+    assert await tool.tick() == 1
+    done = await tool.job(job_id)
+    assert done is not None and done["status"] == "done" and done["attempts"] == 2 and attempts == [1, 2]
