@@ -68,6 +68,15 @@ def swap_payload(token: str, payload: dict[str, Any]) -> str:
     return f"{header}.{segment(payload)}.{signature}"
 
 
+def damage_signature(token: str) -> str:
+    """The token with one character of its signature changed (one in its middle, where every bit
+    counts: the last character carries padding bits a decoder may ignore)."""
+    head, _, signature = token.rpartition(".")
+    middle = len(signature) // 2
+    replacement = "A" if signature[middle] != "A" else "B"
+    return f"{head}.{signature[:middle]}{replacement}{signature[middle + 1 :]}"
+
+
 class Attack(NamedTuple):
     case: str
     forge: Callable[[], str]
