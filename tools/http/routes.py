@@ -17,13 +17,11 @@ import functools
 import inspect
 import time
 import uuid
-import warnings
 from typing import Any
 
 from fastapi import Body, Path, Query
 from fastapi.routing import APIRoute
 from pydantic import BaseModel
-from pydantic.warnings import UnsupportedFieldAttributeWarning
 from starlette.convertors import FloatConvertor, IntegerConvertor, UUIDConvertor
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Match, compile_path
@@ -153,25 +151,18 @@ class KeelRoute(APIRoute):
             "5XX": {"model": ErrorEnvelope, "description": "Server error"},
         }
         doc = inspect.getdoc(spec.handler) or ""
-        with warnings.catch_warnings():
-            # FastAPI's analysis of the documentation stand-in now and then hands pydantic a plain
-            # FieldInfo carrying the body's alias, and pydantic warns that the alias "has no effect".
-            # It has none: Keel validates and serves the body itself. Where warnings are errors
-            # (the test suite) that warning made the registering plugin DEAD, seen once in five
-            # full runs and not reproduced alone.
-            warnings.simplefilter("ignore", UnsupportedFieldAttributeWarning)
-            super().__init__(
-                spec.path,
-                _doc_endpoint(spec),
-                methods=[spec.method],
-                response_model=None if spec.sse else spec.response_model,
-                status_code=None if spec.sse else spec.status_code,
-                tags=list(spec.tags) or None,
-                summary=doc.splitlines()[0] if doc else spec.identity,
-                responses=errors,
-                name=spec.identity,
-                response_class=EventStream if spec.sse else JSONResponse,
-            )
+        super().__init__(
+            spec.path,
+            _doc_endpoint(spec),
+            methods=[spec.method],
+            response_model=None if spec.sse else spec.response_model,
+            status_code=None if spec.sse else spec.status_code,
+            tags=list(spec.tags) or None,
+            summary=doc.splitlines()[0] if doc else spec.identity,
+            responses=errors,
+            name=spec.identity,
+            response_class=EventStream if spec.sse else JSONResponse,
+        )
         self.spec = spec
         self.app = serve_app
         self.status_app = status_app  # serve_app reporting its status, for the dispatcher
