@@ -65,7 +65,7 @@ class SqliteThread:
         if self._thread is None:
             return
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self._queue.put((_close, (), future))
+        self._queue.put((rollback_if_open, (), future))
         self._queue.put(None)
         self._thread = None
         await future
@@ -84,8 +84,7 @@ class SqliteThread:
                 try:
                     result = job(connection, *args)
                 except BaseException as exc:
-                    if connection.in_transaction:
-                        connection.rollback()
+                    rollback_if_open(connection)
                     settle_from_thread(loop, future, None, exc)
                 else:
                     settle_from_thread(loop, future, result, None)
@@ -93,7 +92,9 @@ class SqliteThread:
             connection.close()
 
 
-def _close(connection: sqlite3.Connection) -> None:
+def rollback_if_open(connection: sqlite3.Connection) -> None:
+    """Roll back what a job left open (a job of its own: one queued behind a ``BEGIN`` whose caller
+    stopped waiting keeps the connection clean for the next transaction)."""
     if connection.in_transaction:
         connection.rollback()
 

@@ -41,6 +41,8 @@ from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import Any
 
+from core.sqlite_thread import rollback_if_open
+
 from .deferred import DeferredRuns, add_deferred
 from .errors import DatabaseError, DatabaseUnavailableError, DbErrorKind, transaction_aborted
 from .isolation import isolation_sql
@@ -311,7 +313,7 @@ class SqliteTransaction:
         try:
             await writer.submit(_begin)
         except BaseException as exc:
-            writer.post(_rollback_if_open)  # in case BEGIN ran after we stopped waiting for it
+            writer.post(rollback_if_open)  # in case BEGIN ran after we stopped waiting for it
             self._lock.release()
             if isinstance(exc, sqlite3.Error):
                 raise translate(exc) from exc
@@ -409,7 +411,7 @@ def _executemany_atomically(connection: sqlite3.Connection, sql: str, rows: list
         connection.executemany(sql, rows)
         connection.execute("COMMIT")
     except BaseException:
-        _rollback_if_open(connection)
+        rollback_if_open(connection)
         raise
 
 
@@ -469,13 +471,13 @@ def _finish(
     """End the outermost transaction (after its deferred statements); if they or COMMIT fail, roll
     back before raising."""
     if not commit:
-        _rollback_if_open(connection)
+        rollback_if_open(connection)
         return
     try:
         _run_deferred(connection, runs)
         _with_busy_retry(connection.execute, "COMMIT")
     except BaseException:
-        _rollback_if_open(connection)
+        rollback_if_open(connection)
         raise
 
 
@@ -495,8 +497,3 @@ def _release(
 def _rollback_to(connection: sqlite3.Connection, name: str) -> None:
     connection.execute(f"ROLLBACK TO {name}")
     connection.execute(f"RELEASE {name}")
-
-
-def _rollback_if_open(connection: sqlite3.Connection) -> None:
-    if connection.in_transaction:
-        connection.execute("ROLLBACK")

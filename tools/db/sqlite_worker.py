@@ -24,6 +24,8 @@ from collections.abc import Callable
 from queue import SimpleQueue
 from typing import Any
 
+from core.sqlite_thread import rollback_if_open
+
 log = logging.getLogger("keel.db")
 
 Job = Callable[..., Any]
@@ -103,8 +105,7 @@ class SqliteWorker:
 
 
 def _close(connection: sqlite3.Connection) -> None:
-    if connection.in_transaction:
-        connection.rollback()
+    rollback_if_open(connection)
     connection.close()
 
 

@@ -28,7 +28,7 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, Protocol
 
-from core.sqlite_thread import SqliteFile
+from core.sqlite_thread import SqliteFile, rollback_if_open
 from tools._shared.pg_pool import PgBackend
 
 from .errors import SchedulerUnavailableError
@@ -113,11 +113,6 @@ def _commit(connection: sqlite3.Connection) -> None:
     connection.execute("COMMIT")
 
 
-def _rollback_if_open(connection: sqlite3.Connection) -> None:
-    if connection.in_transaction:
-        connection.rollback()
-
-
 def _create_rest(connection: sqlite3.Connection) -> None:
     connection.execute(SCHEDULES)
     connection.execute(INDEX)
@@ -173,7 +168,7 @@ class SqliteDatabase:
                 await self._file.run(_begin)
                 yield self._conn
             except BaseException:
-                await asyncio.shield(self._file.run(_rollback_if_open))
+                await asyncio.shield(self._file.run(rollback_if_open))
                 raise
             await self._file.run(_commit)
 
