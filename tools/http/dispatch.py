@@ -300,10 +300,9 @@ class Dispatcher:
             if not route.in_flight and route.idle is not None:
                 route.idle.set()
             metrics = route.metrics
-            if metrics is not None:
-                spec = route.spec
-                elapsed = None if spec.sse else (perf_counter() - started) * 1000.0
-                metrics.record(spec.method, spec.path, noted[0] or 500, elapsed)
+            if metrics is not None:  # (a route served here is never an event stream: its duration counts)
+                stats = route.stats or route.bind_stats(metrics)
+                stats.add(noted[0] or 500, (perf_counter() - started) * 1000.0, metrics.clock())
         if escaped is not None:
             if header is not None:
                 send = with_header(send, header)

@@ -26,7 +26,6 @@ from core.registry import nearest_rank
 DEFAULT_WINDOW = 1000
 BUCKET_SECONDS = 10.0
 DEFAULT_BUCKETS = 30  # five minutes of ten-second buckets
-PENDING_BATCH = 256  # requests recorded before they are counted (so memory stays bounded)
 
 
 def percentile(ordered: list[float], percent: int) -> float | None:
@@ -35,30 +34,47 @@ def percentile(ordered: list[float], percent: int) -> float | None:
 
 
 class RouteStats:
-    """What one route has served."""
+    """What one route has served. ``add`` runs once per request on the serving loop's thread (no
+    lock: a reader on another thread copies each field whole, which the GIL keeps consistent)."""
 
-    __slots__ = ("buckets", "count", "durations", "statuses")
+    __slots__ = ("bucket", "bucket_end", "bucket_start", "buckets", "count", "durations", "statuses")
 
     def __init__(self, window: int, buckets: int) -> None:
         self.count = 0
         self.durations: deque[float] = deque(maxlen=window)
         self.statuses: dict[int, int] = {}
         self.buckets: deque[list[float]] = deque(maxlen=buckets)  # [bucket start, requests]
+        # The ten-second bucket being counted, kept so a request in it costs one comparison.
+        self.bucket: list[float] = [0.0, 0]
+        self.bucket_start = float("inf")
+        self.bucket_end = float("-inf")
 
     def add(self, status: int, duration_ms: float | None, now: float) -> None:
         self.count += 1
-        self.statuses[status] = self.statuses.get(status, 0) + 1
+        statuses = self.statuses
+        statuses[status] = statuses.get(status, 0) + 1
         if duration_ms is not None:
             self.durations.append(duration_ms)
-        start = now - now % BUCKET_SECONDS
-        if self.buckets and self.buckets[-1][0] == start:
-            self.buckets[-1][1] += 1
+        if self.bucket_start <= now < self.bucket_end:
+            self.bucket[1] += 1
         else:
-            self.buckets.append([start, 1])
+            self._enter_bucket(now)
+
+    def _enter_bucket(self, now: float) -> None:
+        start = now - now % BUCKET_SECONDS
+        buckets = self.buckets
+        if buckets and buckets[-1][0] == start:
+            bucket = buckets[-1]
+        else:
+            bucket = [start, 0]
+            buckets.append(bucket)
+        bucket[1] += 1
+        self.bucket = bucket
+        self.bucket_start, self.bucket_end = start, start + BUCKET_SECONDS
 
 
 class RouteMetrics:
-    """Every route's :class:`RouteStats`; ``record`` is called once per request on any thread."""
+    """Every route's :class:`RouteStats`, recorded on the serving loop's thread."""
 
     def __init__(
         self,
@@ -70,65 +86,29 @@ class RouteMetrics:
         self.bucket_count = buckets
         self.clock = clock
         self._routes: dict[tuple[str, str], RouteStats] = {}
-        self._lock = threading.Lock()
-        # Requests recorded but not yet counted: appending is atomic, so recording takes no lock
-        # (a lock and the counting were most of what measuring a request cost); they are counted
-        # in batches, and before anything reads or drops the counts.
-        self._pending: deque[tuple[str, str, int, float | None, float]] = deque()
+        self._lock = threading.Lock()  # for adding, dropping and listing routes, not for counting
+
+    def stats(self, method: str, path: str) -> RouteStats:
+        """The route's stats, made on first use: what a caller serving the route keeps, so that a
+        request costs one ``add`` (the route looked up per request, or queued and counted later,
+        was most of what measuring a request cost)."""
+        stats = self._routes.get((method, path))
+        if stats is None:
+            with self._lock:
+                stats = self._routes.setdefault((method, path), RouteStats(self.window, self.bucket_count))
+        return stats
 
     def record(self, method: str, path: str, status: int, duration_ms: float | None) -> None:
-        pending = self._pending
-        pending.append((method, path, status, duration_ms, self.clock()))
-        if len(pending) >= PENDING_BATCH:
-            self._count_pending()
-
-    def _count_pending(self) -> None:
-        # RouteStats.add inlined, with the last route's stats and ten-second bucket kept between
-        # records (a batch is mostly one route, in one bucket): this runs once per request.
-        with self._lock:
-            pending = self._pending
-            routes = self._routes
-            key: tuple[str, str] | None = None
-            stats: RouteStats | None = None
-            bucket_start = bucket_end = 0.0
-            bucket: list[float] | None = None
-            while pending:
-                try:
-                    method, path, status, duration_ms, now = pending.popleft()
-                except IndexError:  # pragma: no cover - another thread took the last one
-                    break
-                if stats is None or key != (method, path):
-                    key = (method, path)
-                    stats = routes.get(key)
-                    if stats is None:
-                        stats = routes[key] = RouteStats(self.window, self.bucket_count)
-                    bucket = None
-                stats.count += 1
-                statuses = stats.statuses
-                statuses[status] = statuses.get(status, 0) + 1
-                if duration_ms is not None:
-                    stats.durations.append(duration_ms)
-                if bucket is None or not bucket_start <= now < bucket_end:
-                    start = now - now % BUCKET_SECONDS
-                    buckets = stats.buckets
-                    if buckets and buckets[-1][0] == start:
-                        bucket = buckets[-1]
-                    else:
-                        bucket = [start, 0]
-                        buckets.append(bucket)
-                    bucket_start, bucket_end = start, start + BUCKET_SECONDS
-                bucket[1] += 1
+        self.stats(method, path).add(status, duration_ms, self.clock())
 
     def forget(self, method: str, path: str) -> None:
         """Drop a route that is no longer served (its plugin was unloaded)."""
-        self._count_pending()
         with self._lock:
             self._routes.pop((method, path), None)
 
     def snapshot(self) -> list[dict[str, Any]]:
         """Each route: count, requests per second over the last minute, p50/p95/p99 ms, statuses,
         errors (4xx and 5xx), and the per-bucket counts (oldest first, empty buckets as 0)."""
-        self._count_pending()
         now = self.clock()
         current = now - now % BUCKET_SECONDS
         with self._lock:
@@ -138,7 +118,7 @@ class RouteMetrics:
                     stats.count,
                     sorted(stats.durations),
                     dict(stats.statuses),
-                    [tuple(b) for b in stats.buckets],
+                    [tuple(b) for b in list(stats.buckets)],  # list(): copied in one step
                 )
                 for key, stats in self._routes.items()
             ]

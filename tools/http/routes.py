@@ -30,7 +30,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from .endpoint import JSON_HEADERS, EndpointSpec, StatusApp
 from .envelope import envelope
 from .request_id import REQUEST_ID_KEY
-from .route_metrics import RouteMetrics
+from .route_metrics import RouteMetrics, RouteStats
 from .sse import Closer
 
 _CONVERTOR_TYPES: dict[type, type] = {IntegerConvertor: int, FloatConvertor: float, UUIDConvertor: uuid.UUID}
@@ -137,6 +137,7 @@ class KeelRoute(APIRoute):
     """One registered endpoint: documented like a FastAPI route, served by ``serve_app``."""
 
     metrics: RouteMetrics | None = None  # set by the http tool when the route is registered
+    stats: RouteStats | None = None  # this route's in ``metrics``, once it has served a request
 
     def __init__(
         self,
@@ -224,6 +225,12 @@ class KeelRoute(APIRoute):
             spec = self.spec
             elapsed = None if spec.sse else (time.perf_counter() - started) * 1000.0
             metrics.record(spec.method, spec.path, status, elapsed)
+
+    def bind_stats(self, metrics: RouteMetrics) -> RouteStats:
+        """This route's stats in ``metrics``, kept for the requests after this one."""
+        spec = self.spec
+        self.stats = metrics.stats(spec.method, spec.path)
+        return self.stats
 
     def _done(self) -> None:
         self.in_flight -= 1
