@@ -1,7 +1,8 @@
 """Requests per second and p99 latency of a Keel plugin endpoint against bare FastAPI and bare ASGI.
 
 Four servers: Keel as shipped (with the client bounds of ``tools/http/bounds.py``), Keel with the
-bounds taken out (uvicorn's plain httptools protocol and no shutdown guard: "before the bounds"),
+bounds taken out (uvicorn's plain httptools protocol, still with ``header_checks``, and no
+shutdown guard: "before the bounds"),
 a bare FastAPI app and a bare ASGI callable. All run in their own process on loopback with the
 same uvicorn settings (uvloop, httptools, one worker, access log off, lifespan off, no proxy
 headers: Keel reads them only from ``HTTP_TRUSTED_PROXIES``, unset here) and serve the same
@@ -64,6 +65,9 @@ if {unbounded!r}:
         plain_init(self, app, *args, **kwargs)
 
     uvicorn.Config.__init__ = unbounded_init
+    from tools.http import header_checks
+
+    header_checks.install()  # what the bounded protocol installs: only the bounds are left out
 from core import Kernel
 sys.exit(Kernel({root!r}).run())
 """

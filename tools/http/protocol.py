@@ -30,6 +30,7 @@ from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 
 from core.errors import ErrorKind
 
+from . import header_checks
 from .bounds import Bounds
 from .envelope import envelope, kind_for_status
 
@@ -129,9 +130,14 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
             size = self._head_bytes + len(data)
             if size <= limit and not self.transport.is_closing():
                 # The usual case, what the loop below does in one step: all of ``data`` fits in
-                # what is left of the head's allowance, so it is fed as it is.
+                # what is left of the head's allowance, so it is fed as it is (``_feed``, inlined).
                 self._head_bytes = size
-                if self._feed(data) and (self._head_bytes or not self._in_head):
+                try:
+                    self.parser.feed_data(data)
+                except (httptools.HttpParserUpgrade, httptools.HttpParserError) as exc:
+                    self._parse_stopped(exc)
+                    return
+                if self._head_bytes or not self._in_head:
                     self._arm_timers()  # (a request that came whole, the usual case, needs none)
                 return
         while data and not self.transport.is_closing():
@@ -165,21 +171,24 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
     def _feed(self, data: bytes) -> bool:
         try:
             self.parser.feed_data(data)
-        except httptools.HttpParserUpgrade:
+        except (httptools.HttpParserUpgrade, httptools.HttpParserError) as exc:
+            self._parse_stopped(exc)
+            return False
+        return True
+
+    def _parse_stopped(self, exc: Exception) -> None:
+        """The parser stopped: an upgrade to take or refuse, a request being refused, or bad HTTP."""
+        if isinstance(exc, httptools.HttpParserUpgrade):
             if self._should_upgrade():
                 self.handle_websocket_upgrade()
             else:
                 self._unsupported_upgrade_warning()
-            return False
-        except httptools.HttpParserError:
-            if self._refusal is not None:
-                self._refuse(*self._refusal)
-            else:
-                msg = "Invalid HTTP request received."
-                self.logger.warning(msg)
-                self.send_400_response(msg)
-            return False
-        return True
+        elif self._refusal is not None:
+            self._refuse(*self._refusal)
+        else:
+            msg = "Invalid HTTP request received."
+            self.logger.warning(msg)
+            self.send_400_response(msg)
 
     # -- parser callbacks ----------------------------------------------------------------------
 
@@ -201,10 +210,10 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         if self._over_capacity and not self._is_priority():
             self._refusal = (503, "the server is at its connection limit; retry shortly")
             raise _Refused
-        super().on_headers_complete()
+        HttpToolsProtocol.on_headers_complete(self)  # not super(): this runs for every request
 
     def on_message_complete(self) -> None:
-        super().on_message_complete()
+        HttpToolsProtocol.on_message_complete(self)
         if self._body_timer is not None:
             self._body_timer.cancel()
             self._body_timer = None
@@ -275,7 +284,9 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
 
 
 def bounded_protocol(bounds: Bounds) -> type[BoundedHttpToolsProtocol]:
-    """A protocol class for one server: its bounds and its own per-client connection counts."""
+    """A protocol class for one server: its bounds and its own per-client connection counts
+    (and uvicorn's header checks answered from memory, ``header_checks.py``)."""
+    header_checks.install()
     return type(
         "BoundedHttpToolsProtocol",
         (BoundedHttpToolsProtocol,),
