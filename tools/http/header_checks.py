@@ -47,10 +47,17 @@ class MemoPattern:
     """Stands in for a compiled byte pattern whose only use is ``search``."""
 
     __slots__ = ("pattern", "search")
+    keel_header_memo = True  # how ``is_memo`` knows one made by another copy of this module
 
     def __init__(self, pattern: re.Pattern[bytes]) -> None:
         self.pattern = pattern
         self.search = _Memo(pattern).__getitem__  # a dict lookup when the bytes were seen before
+
+
+def is_memo(value: object) -> bool:
+    """Whether ``value`` is a :class:`MemoPattern`, of this module or of the same file imported
+    again from another project root (the kernel imports a root's tools under their own names)."""
+    return getattr(type(value), "keel_header_memo", False) is True
 
 
 def install() -> bool:
@@ -60,7 +67,7 @@ def install() -> bool:
     installed = False
     for name in ("HEADER_RE", "HEADER_VALUE_RE"):
         current = getattr(httptools_impl, name, None)
-        if isinstance(current, MemoPattern):
+        if is_memo(current):
             installed = True
         elif isinstance(current, re.Pattern):
             setattr(httptools_impl, name, MemoPattern(current))

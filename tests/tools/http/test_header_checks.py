@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import re
 from typing import Any
 
@@ -12,7 +13,7 @@ from uvicorn.protocols.http import httptools_impl
 
 from tests.tools.http.http_kit import WAIT, make_http, running
 from tools.http import header_checks
-from tools.http.header_checks import MEMO_SIZE, MemoPattern
+from tools.http.header_checks import MEMO_SIZE, MemoPattern, is_memo
 
 NAME = re.compile(b'[\x00-\x1f\x7f()<>@,;:\\[\\]={} \t\\\\"]')  # uvicorn's, as of 0.30–0.55
 VALUE = re.compile(b"[\x00-\x08\x0a-\x1f\x7f]")
@@ -52,9 +53,23 @@ def test_a_full_memo_starts_again_and_stays_right() -> None:
 def test_install_puts_the_memo_in_uvicorns_place_once() -> None:
     assert header_checks.install() is True
     first = httptools_impl.HEADER_VALUE_RE
-    assert isinstance(first, MemoPattern) and isinstance(httptools_impl.HEADER_RE, MemoPattern)
+    assert is_memo(first) and is_memo(httptools_impl.HEADER_RE)
     assert header_checks.install() is True
     assert httptools_impl.HEADER_VALUE_RE is first  # not a memo in front of a memo
+
+
+def test_a_memo_of_another_copy_of_the_module_counts_as_installed(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(httptools_impl, "HEADER_RE", NAME)
+    monkeypatch.setattr(httptools_impl, "HEADER_VALUE_RE", VALUE)
+    spec = importlib.util.spec_from_file_location("another_root_header_checks", header_checks.__file__)
+    assert spec is not None and spec.loader is not None
+    copy = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(copy)  # what booting a second project root does to a tool's modules
+    assert copy.install() is True
+    theirs = httptools_impl.HEADER_VALUE_RE
+    assert not isinstance(theirs, MemoPattern) and is_memo(theirs)
+    assert header_checks.install() is True
+    assert httptools_impl.HEADER_VALUE_RE is theirs
 
 
 async def test_a_served_response_with_a_control_character_in_a_header_is_still_refused(
@@ -71,7 +86,7 @@ async def test_a_served_response_with_a_control_character_in_a_header_is_still_r
     http.add_endpoint("/bad", "GET", bad)
     http.add_endpoint("/good", "GET", good)
     async with running(http) as (url, _, _):
-        assert isinstance(httptools_impl.HEADER_VALUE_RE, MemoPattern)  # the server installed it
+        assert is_memo(httptools_impl.HEADER_VALUE_RE)  # the server installed it
         host, port = url.removeprefix("http://").rsplit(":", 1)
         for _ in range(2):  # the second time the value is remembered as bad
             reader, writer = await asyncio.open_connection(host, int(port))
