@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import httpx
+import pytest
 
+from core.context import bound, current_plugin_var
 from tests.kit import make_root, serving, write
+from tests.tools.http.http_kit import client, make_http
 from tools.http.route_metrics import BUCKET_SECONDS, RouteMetrics, percentile
 
 
@@ -90,3 +94,32 @@ async def test_a_served_route_is_measured_by_its_template(tmp_path: Path) -> Non
     assert items["p50_ms"] is not None and items["p50_ms"] > 0
     assert not any("nowhere" in path for _, path in routes)
     assert body["per_process"] is True
+
+
+async def test_a_route_registered_again_after_its_plugin_left_counts_from_zero(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    http = await make_http(monkeypatch)
+
+    async def orders(data: dict[str, Any], context: dict[str, Any]) -> str:
+        return "orders"
+
+    def counts() -> dict[str, int]:
+        return {route["path"]: route["count"] for route in http.get_route_metrics()}
+
+    with bound(current_plugin_var, "shop.Orders"):
+        http.add_endpoint("/orders", "GET", orders)
+    async with client(http) as c:
+        for _ in range(3):
+            assert (await c.get("/orders")).status_code == 200
+        assert counts() == {"/orders": 3}
+        http.release_owner("shop.Orders")
+        assert counts() == {}
+        with bound(current_plugin_var, "shop.Orders"):
+            http.add_endpoint("/orders", "GET", orders)  # the plugin reloaded
+        assert (await c.get("/orders")).status_code == 200
+        assert counts() == {"/orders": 1}
+        with bound(current_plugin_var, "shop.Orders"):
+            http.add_endpoint("/orders", "GET", orders)  # replaced while registered: the count goes on
+        assert (await c.get("/orders")).status_code == 200
+        assert counts() == {"/orders": 2}
