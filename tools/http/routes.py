@@ -222,9 +222,8 @@ class KeelRoute(APIRoute):
             await super().handle(scope, receive, send_noting_status)
         finally:
             self._done()
-            spec = self.spec
-            elapsed = None if spec.sse else (time.perf_counter() - started) * 1000.0
-            metrics.record(spec.method, spec.path, status, elapsed)
+            elapsed = None if self.spec.sse else (time.perf_counter() - started) * 1000.0
+            (self.stats or self.bind_stats(metrics)).add(status, elapsed, metrics.clock())
 
     def bind_stats(self, metrics: RouteMetrics) -> RouteStats:
         """This route's stats in ``metrics``, kept for the requests after this one."""
